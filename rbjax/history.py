@@ -1,0 +1,75 @@
+"""Simulated pre-opening history (SIMULATOR.md §3.14, decision 4), run once at reset.
+
+Over the ``history_days`` before opening: prices held in blocks of UniformInt[3, 7] days, drawn from
+U(price_min, p30) or U(p70, price_max) with probability 1/2; every product always in stock; legacy
+demand (per product Binomial(N, T/(1+T)), T = a_j + sum of a over its category, stochastic rounding
+of X a_j / T); supply from the best (0.6) or second-best (0.4) quality supplier of the day; reviews at
+rate 0.03 per unit with the tilted rating distribution; neutral news only, no review gain.
+"""
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from rbjax import demand, reviews, rng, suppliers
+from rbjax.config import EnvConfig
+from rbjax.params import EnvParams, World
+
+
+def _ring(last: jax.Array, first_cal_day: jax.Array) -> jax.Array:
+    """Place rows for consecutive days starting at ``first_cal_day`` into a ring indexed by day % len."""
+    return jnp.roll(last, first_cal_day % last.shape[0], axis=0)
+
+
+def simulate(key: jax.Array, config: EnvConfig, params: EnvParams, world: World):
+    """Returns a dict with the review ring, older review totals, sales ring, profit score and tiers at opening."""
+    J, K, H = config.num_products, config.num_suppliers, config.history_days
+    cats = np.asarray(config.category_of)
+    one_hot_cat = jnp.asarray(np.eye(config.num_categories)[cats], params.alpha.dtype)   # [J, G]
+    f = params.alpha.dtype
+    start = params.open_day - H
+
+    def day(carry, i):
+        q_tier, p_tier, price, left = carry
+        cal = start + i
+        k = jax.random.fold_in(key, i)
+        k_block, k_len, k_band, k_sup, k_attr, k_dem, k_round, k_rev, k_star = jax.random.split(k, 9)
+        q_tier, p_tier = suppliers.update_tiers(world, params, q_tier, p_tier, cal, redraw_all=(i == 0))
+        quote_price, quote_quality = suppliers.daily_quotes(world, params, q_tier, p_tier, cal, jnp.zeros(J, f))
+        # price blocks
+        renew = left <= 0
+        u = rng.uniform(k_band, (J, 2), f)
+        low = params.price_min + (params.price_p30 - params.price_min) * u[:, 1]
+        high = params.price_p70 + (params.price_max - params.price_p70) * u[:, 1]
+        price = jnp.where(renew, jnp.where(u[:, 0] < 0.5, low, high), price)
+        left = jnp.where(renew, rng.randint(k_len, jnp.full((J,), 3), jnp.full((J,), 7)), left) - 1
+        # supply from one of the two best-quality suppliers
+        best = jnp.argmax(quote_quality, -1)
+        second = jnp.argmax(jnp.where(jnp.arange(K) == best[:, None], -jnp.inf, quote_quality), -1)
+        chosen = jnp.where(rng.uniform(k_sup, (J,)) < 0.6, best, second)
+        quality = jnp.take_along_axis(quote_quality, chosen[:, None], -1)[:, 0]
+        # legacy demand, everything in stock
+        a = demand.attraction(k_attr, params, price, jnp.zeros(J, f), cal)
+        total = a + one_hot_cat @ (a @ one_hot_cat)
+        buyers = rng.binomial(k_dem, jnp.full((J,), params.traffic[cal], f), total / (1.0 + total))
+        raw = buyers * a / jnp.maximum(total, 1e-30)
+        sales = jnp.floor(raw) + (rng.uniform(k_round, (J,), f) < raw - jnp.floor(raw))
+        n_rev = rng.binomial(k_rev, sales, jnp.broadcast_to(params.history_review_ratio, (J,)))
+        stars = reviews.sample_stars(k_star, n_rev, reviews.rating_probs(quality))
+        profit = (price - quote_price.min(-1)) * sales
+        return (q_tier, p_tier, price, left), (price, sales, n_rev, stars, profit)
+
+    init = (jnp.zeros((J, K), jnp.int32), jnp.zeros((J, K), jnp.int32), params.price_min, jnp.zeros(J, jnp.int32))
+    (q_tier, p_tier, _, _), (price, sales, n_rev, stars, profit) = jax.lax.scan(day, init, jnp.arange(H))
+    R, W = config.review_window, config.sales_window
+    n_rev, stars, sales = n_rev.astype(jnp.int32), stars.astype(jnp.int32), sales.astype(jnp.int32)
+    return dict(
+        rev_count=_ring(n_rev[H - R:], params.open_day - R).astype(jnp.int16),
+        rev_sum=_ring(stars[H - R:], params.open_day - R).astype(jnp.int16),
+        rev_window_count=n_rev[H - R:].sum(0), rev_window_sum=stars[H - R:].sum(0),
+        rev_old_count=n_rev[:H - R].sum(0), rev_old_sum=stars[:H - R].sum(0),
+        hist_price=_ring(price[H - W:], params.open_day - W),
+        hist_units=_ring(sales[H - W:], params.open_day - W),
+        history_profit=profit.sum(0), quality_tier=q_tier, price_tier=p_tier,
+    )

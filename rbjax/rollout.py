@@ -1,0 +1,113 @@
+"""Batched rollouts: one ``lax.scan`` over days, ``vmap`` over stores.
+
+A policy is any pure function ``policy(policy_params, obs, privileged, key) -> Action``.
+"""
+from __future__ import annotations
+
+import sys
+import time
+from typing import Callable
+
+import jax
+import jax.numpy as jnp
+from flax import struct
+
+from rbjax.env import Env
+from rbjax.params import EnvParams
+from rbjax.state import Action, DayInfo, EnvState
+
+Policy = Callable[..., Action]
+
+
+@struct.dataclass
+class DaySummary:
+    """Per-day scalars per store: all the main-table metrics need, at a fraction of DayInfo's size."""
+    sold: jax.Array            # [] units sold
+    returned: jax.Array        # []
+    expired: jax.Array         # []
+    products_sold: jax.Array   # [] products with sales > 0
+    stockouts: jax.Array       # [] products with demand > on-hand > 0
+    acted: jax.Array           # [] products with an executed price update or order line
+    revenue: jax.Array
+    refunds: jax.Array
+    order_cost: jax.Array
+    funds: jax.Array
+    net_worth: jax.Array
+    order_lines: jax.Array
+    quality_rank_sum: jax.Array
+    quality_first: jax.Array
+    price_first: jax.Array
+    refused_orders: jax.Array
+    merged_lots: jax.Array
+    alive: jax.Array
+
+
+def summarize(info: DayInfo, previous_prices: jax.Array | None = None) -> DaySummary:
+    acted = info.price_changed | (info.ordered > 0)
+    return DaySummary(
+        sold=info.sold.sum(), returned=info.returned.sum(), expired=info.expired.sum(),
+        products_sold=(info.sold > 0).sum(dtype=jnp.int32), stockouts=info.stockout.sum(dtype=jnp.int32),
+        acted=acted.sum(dtype=jnp.int32), revenue=info.revenue, refunds=info.refunds, order_cost=info.order_cost,
+        funds=info.funds, net_worth=info.net_worth, order_lines=info.order_lines,
+        quality_rank_sum=info.quality_rank_sum, quality_first=info.quality_first, price_first=info.price_first,
+        refused_orders=info.refused_orders, merged_lots=info.merged_lots, alive=info.alive)
+
+
+def _one_store(env: Env, policy: Policy, records: str):
+    def advance(policy_params, env_params, obs, state, key, first_day, days):
+        def body(carry, day):
+            obs, state = carry
+            k_pol, k_env = jax.random.split(jax.random.fold_in(key, day))
+            action = policy(policy_params, obs, env.privileged(state, env_params), k_pol)
+            obs, state, _, _, _, info = env.step(k_env, state, action, env_params)
+            return (obs, state), (info if records == "full" else summarize(info))
+        return jax.lax.scan(body, (obs, state), first_day + jnp.arange(days, dtype=jnp.int32))
+    return advance
+
+
+def rollout(env: Env, policy: Policy, policy_params, env_params: EnvParams, keys: jax.Array, days: int = 180, *,
+            policy_axes=None, env_axes=None, records: str = "summary", progress: bool | int = False):
+    """Run ``len(keys)`` stores for ``days`` days.
+
+    keys: [B] PRNG keys (one episode each). policy_axes / env_axes: ``vmap`` in_axes for the params
+    (None: shared by every store; 0: a leading batch axis on every leaf; or a matching pytree).
+    records: "summary" (DaySummary, [B, days] scalars) or "full" (DayInfo, per product).
+    progress: False, or a chunk length in days; chunks run as separate jitted calls (one compile) and
+    print a progress line each.
+    Returns (records with leading axes [B, days], final EnvState [B, ...]).
+    """
+    if records not in ("summary", "full"):
+        raise ValueError(f"records must be 'summary' or 'full', got {records!r}")
+    if keys.ndim != 1:
+        raise ValueError(f"keys must be a 1-D batch of PRNG keys, got shape {keys.shape}")
+    if days < 1:
+        raise ValueError(f"days must be >= 1, got {days}")
+    k_reset, k_run = jnp.moveaxis(jax.vmap(lambda k: jax.random.split(k))(keys), 1, 0)
+    reset, step_chunk = _compiled(env, policy, records, policy_axes, env_axes)
+    obs, state = reset(k_reset, env_params)
+    chunk = days if not progress else max(1, min(30 if progress is True else int(progress), days))
+    outs, done, start = [], 0, time.perf_counter()
+    while done < days:
+        n = min(chunk, days - done)
+        (obs, state), rec = step_chunk(policy_params, env_params, obs, state, k_run, jnp.int32(done), n)
+        outs.append(rec)
+        done += n
+        if progress:
+            jax.block_until_ready(rec)
+            rate = done * len(keys) / (time.perf_counter() - start)
+            print(f"rollout: day {done}/{days}, {len(keys)} stores, {rate:,.0f} store-days/s", file=sys.stderr)
+    recs = outs[0] if len(outs) == 1 else jax.tree.map(lambda *x: jnp.concatenate(x, axis=1), *outs)
+    return recs, state
+
+
+_CACHE: dict = {}
+
+
+def _compiled(env: Env, policy: Policy, records: str, policy_axes, env_axes):
+    """jitted (reset, chunk) per (env, policy, records, axes): repeated rollouts compile once."""
+    spec = (id(env), policy, records, repr(policy_axes), repr(env_axes))
+    if spec not in _CACHE:
+        reset = jax.jit(jax.vmap(env.reset, in_axes=(0, env_axes)))
+        advance = jax.vmap(_one_store(env, policy, records), in_axes=(policy_axes, env_axes, 0, 0, 0, None, None))
+        _CACHE[spec] = (env, reset, jax.jit(advance, static_argnums=(6,), donate_argnums=(2, 3)))
+    return _CACHE[spec][1:]

@@ -1,0 +1,136 @@
+"""Pytrees of one store: state, action, observation, per-day info.
+
+Shapes: J products, K suppliers, C lot slots, D pending ring, R review window (60), W sales window (30),
+N news slots. Calendar day c = open_day + day.
+"""
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+from flax import struct
+
+from rbjax.params import World
+
+
+@struct.dataclass
+class EnvState:
+    day: jax.Array            # [] int32 days completed since opening (t)
+    funds: jax.Array          # [] float
+    net_worth: jax.Array      # [] float, as logged after the last transition
+    prices: jax.Array         # [J] float retail prices
+    shelf: jax.Array          # [J] bool
+    # inventory lots in delivery order; a lot's units are in the store or in the capacity-waiting queue
+    lot_store: jax.Array      # [J, C] int32 units in the store
+    lot_wait: jax.Array       # [J, C] int32 units in the global capacity-waiting queue
+    lot_arrival: jax.Array    # [J, C] int32 calendar day of arrival A (expiry E = A + L)
+    lot_cost: jax.Array       # [J, C] float unit cost
+    lot_quality: jax.Array    # [J, C] float supplier quality of the lot
+    # pending orders: ring over arrival day (index c % D)
+    pend_qty: jax.Array       # [D, J] int32
+    pend_cost: jax.Array      # [D, J] float total cost paid
+    pend_quality: jax.Array   # [D, J] float quantity-weighted quality sum
+    # reviews: exact daily counts over the rating window (ring index c % R), older ones aggregated
+    rev_count: jax.Array      # [R, J] int16
+    rev_sum: jax.Array        # [R, J] int16 sum of star ratings
+    rev_window_count: jax.Array  # [J] int32 running totals over the ring
+    rev_window_sum: jax.Array    # [J] int32
+    rev_old_count: jax.Array  # [J] int32
+    rev_old_sum: jax.Array    # [J] int32
+    rating0: jax.Array        # [J] float initial rating r0
+    # sales history (ring index c % W); units 0 means "no record" as in the reference
+    hist_price: jax.Array     # [W, J] float
+    hist_units: jax.Array     # [W, J] int32
+    history_profit: jax.Array  # [J] float pre-opening profit score (oracle ranking, ORACLE §2.2)
+    # suppliers
+    quality_tier: jax.Array   # [J, K] int32 0..6 (Q1..Q7)
+    price_tier: jax.Array     # [J, K] int32 0..4 (P1..P5)
+    quote_price: jax.Array    # [J, K] float today's news-adjusted quote
+    quote_quality: jax.Array  # [J, K] float today's hidden quality score
+    # news slots (today's list)
+    news_mode: jax.Array      # [N] int32 index into NEWS_MODES
+    news_target: jax.Array    # [N] int32 product (sku_level) or category (single_category)
+    news_need: jax.Array      # [N] bool factor "need" (else "supply")
+    news_signed: jax.Array    # [N] float signed strength (0 for neutral)
+    news_remain: jax.Array    # [N] int32 business days left (-1: shown today only)
+    neg_days: jax.Array       # [] int32 consecutive end-of-day negative funds
+    done: jax.Array           # [] bool terminated or truncated; later steps leave the state unchanged
+    world: World              # the episode's supplier world (from params, or drawn at reset)
+
+
+@struct.dataclass
+class Action:
+    """One day's decisions.
+
+    price: [J] new retail prices (non-finite or <= 0 keeps the old price, counted).
+    shelf: [J] bool shelf membership (more than shelf_capacity products: the whole change is refused, as
+           the reference refuses the call, counted).
+    order: [J, K] units per (product, supplier); each nonzero entry is one single-line order (see
+           ``rbjax.orders``).
+    """
+    price: jax.Array
+    shelf: jax.Array
+    order: jax.Array
+
+    @classmethod
+    def noop(cls, state: EnvState) -> "Action":
+        return cls(price=state.prices, shelf=state.shelf,
+                   order=jnp.zeros(state.quote_price.shape, state.quote_price.dtype))
+
+
+@struct.dataclass
+class Observation:
+    """What the RetailBench tools show an agent (no hidden quality, no news metadata)."""
+    day: jax.Array            # [] int32
+    funds: jax.Array          # []
+    net_worth: jax.Array      # []
+    prices: jax.Array         # [J]
+    shelf: jax.Array          # [J] bool
+    on_hand: jax.Array        # [J] store units
+    waiting: jax.Array        # [J] capacity-waiting units
+    incoming: jax.Array       # [J] undelivered ordered units
+    capacity_used: jax.Array  # [] store units / capacity
+    quote_price: jax.Array    # [J, K]
+    transport_min: jax.Array  # [J, K]
+    transport_max: jax.Array  # [J, K]
+    sales_price: jax.Array    # [W, J] oldest first; the last row is yesterday
+    sales_units: jax.Array    # [W, J] 0 = no record that day
+    rating_mean: jax.Array    # [J] mean rating in the demand window (r-bar)
+    rating_count: jax.Array   # [J] reviews in the last 60 days
+    news_mentions: jax.Array  # [J] active non-neutral news items naming the product or its category
+    history_profit: jax.Array  # [J] pre-opening profit at the cheapest daily quote
+
+
+@struct.dataclass
+class Privileged:
+    """Hidden fields only an oracle may read (``Env.privileged``)."""
+    quote_quality: jax.Array  # [J, K]
+    news_need: jax.Array      # [J] capped demand-side news effect today
+    news_supply: jax.Array    # [J] capped supply-side news effect today
+
+
+@struct.dataclass
+class DayInfo:
+    """The day's records (everything the metrics need)."""
+    sold: jax.Array           # [J] units sold (before returns)
+    returned: jax.Array       # [J]
+    expired: jax.Array        # [J] store + waiting units destroyed at expiry
+    demand: jax.Array         # [J] demand drawn
+    stockout: jax.Array       # [J] bool demand > on-hand > 0
+    revenue: jax.Array        # [] sales at today's prices
+    refunds: jax.Array        # []
+    order_cost: jax.Array     # [] paid for accepted orders
+    ordered: jax.Array        # [J] units ordered (accepted)
+    delivered: jax.Array      # [J] units delivered at the end of the day
+    order_lines: jax.Array    # [] int32 accepted order lines
+    quality_rank_sum: jax.Array  # [] int32 sum over lines of the supplier's rank by (-quality, price, id), 1 = best
+    quality_first: jax.Array  # [] int32 lines from the rank-1 quality supplier
+    price_first: jax.Array    # [] int32 lines from the cheapest supplier (ties: lower id)
+    price_changed: jax.Array  # [J] bool an accepted price action (a valid price was given)
+    funds: jax.Array          # [] after the transition
+    net_worth: jax.Array      # []
+    invalid_prices: jax.Array  # [] int32 non-finite or non-positive prices ignored
+    shelf_refused: jax.Array  # [] bool the shelf change exceeded capacity and was refused
+    invalid_orders: jax.Array  # [] int32 lines with negative/non-finite units or over the per-order cap
+    refused_orders: jax.Array  # [] int32 lines refused for lack of funds
+    merged_lots: jax.Array    # [] int32 deliveries merged into a product's newest lot (lot slots full)
+    alive: jax.Array          # [] bool this day was played (False after the episode ended)

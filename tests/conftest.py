@@ -1,0 +1,29 @@
+import os
+
+import jax
+import pytest
+
+from rbjax.env import Env
+
+SHARED = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "retailbench")
+
+
+@pytest.fixture(scope="session")
+def env():
+    return Env()
+
+
+@pytest.fixture(scope="session")
+def params(env):
+    return env.default_params()
+
+
+@pytest.fixture(scope="session")
+def step(env):
+    """Single-store jitted step shared by the scenario tests (one compile for the whole session)."""
+    return jax.jit(env.step)
+
+
+@pytest.fixture(scope="session")
+def reset(env):
+    return jax.jit(env.reset)
