@@ -1,0 +1,3 @@
+from rbjax.cli import main
+
+main()
