@@ -5,7 +5,9 @@ from rbjax.env import Env
 from rbjax.params import EnvParams, World
 from rbjax.rollout import rollout
 from rbjax.state import Action, EnvState, Observation
+from rbjax.sweep import SweepResult, grid, sweep
+from rbjax import metrics, policies
 
 __all__ = ["Action", "Catalog", "CatalogError", "Env", "EnvConfig", "EnvParams", "EnvState", "Observation", "World",
-           "load_catalog", "rollout"]
+           "SweepResult", "grid", "load_catalog", "metrics", "policies", "rollout", "sweep"]
 __version__ = "0.1.0"

@@ -1,10 +1,41 @@
-"""Command line: ``rbjax info`` (catalogue summary) and ``rbjax run`` (a batched rollout with a baseline)."""
+"""Command line.
+
+  rbjax info                                   catalogue summary
+  rbjax oracle --stores 1000 --days 180        the paper's oracle, main-table metrics beside the paper's row
+  rbjax run --policy base_stock --stores 64    a baseline policy, same metrics
+  rbjax sweep --multiplier 2,4,6 --shelf 30,40 --seeds 64 --out results/   CSV + PNG per metric
+"""
 from __future__ import annotations
 
 import argparse
+import os
+import sys
 import time
 
 import numpy as np
+
+SWEEP_OPTIONS = {  # CLI flag -> sweep parameter
+    "products_per_category": "products_per_category", "multiplier": "multiplier", "window": "window",
+    "fallback_demand": "fallback_demand", "shelf": "shelf_capacity", "capacity": "capacity", "rent": "rent",
+    "initial_funds": "initial_funds", "news_scale": "news_scale",
+}
+
+
+def _env(args):
+    from rbjax.data import load_catalog
+    from rbjax.env import Env
+    from rbjax.config import EnvConfig
+
+    catalog = load_catalog(args.data)
+    env = Env(EnvConfig.from_catalog(catalog, grouping=args.grouping), catalog)
+    return env, env.check_params(env.default_params().replace(horizon=np.int32(args.days)))
+
+
+def _policy(name: str):
+    from rbjax import policies
+    return {"oracle": (policies.oracle, policies.OracleParams.default()),
+            "base_stock": (policies.base_stock, policies.BaseStockParams.default()),
+            "random": (policies.random_policy, policies.RandomParams.default())}[name]
 
 
 def _info(args) -> None:
@@ -15,53 +46,105 @@ def _info(args) -> None:
 def _run(args) -> None:
     import jax
 
-    from rbjax.env import Env
-    from rbjax.data import load_catalog
-    from rbjax.policies import BaseStockParams, RandomParams, base_stock, random_policy
+    from rbjax import metrics, paper
     from rbjax.rollout import rollout
 
-    env = Env(catalog=load_catalog(args.data))
-    params = env.check_params(env.default_params().replace(horizon=np.int32(args.days)))
-    policy, policy_params = {"base_stock": (base_stock, BaseStockParams.default()),
-                             "random": (random_policy, RandomParams.default())}[args.policy]
+    env, params = _env(args)
+    policy, policy_params = _policy(args.policy)
     keys = jax.random.split(jax.random.key(args.seed), args.stores)
     start = time.perf_counter()
     rec, _ = rollout(env, policy, policy_params, params, keys, days=args.days, progress=args.progress)
-    rec = jax.tree.map(np.asarray, rec)
+    table = metrics.store_metrics(rec)
     elapsed = time.perf_counter() - start
-    days = rec.alive.sum(1)
-    rows = {
-        "survival days": days,
-        "final net worth": rec.net_worth[np.arange(args.stores), np.maximum(days - 1, 0)],
-        "total sales": rec.sold.sum(1),
-        "daily sold products": rec.products_sold.sum(1) / np.maximum(days, 1),
-        "return ratio": rec.returned.sum(1) / np.maximum(rec.sold.sum(1), 1),
-        "expired ratio": rec.expired.sum(1) / np.maximum(rec.sold.sum(1) + rec.expired.sum(1), 1),
-        "stockout days": (rec.stockouts > 0).sum(1),
-    }
-    print(f"{args.policy} policy, {args.stores} stores x {args.days} days "
-          f"({elapsed:.1f} s including compilation)")
-    for name, v in rows.items():
-        print(f"  {name:20s} {v.mean():12,.2f} ± {v.std():,.2f}")
+    print(f"{args.policy} policy, {args.stores} stores x {args.days} days, categories {env.config.grouping} "
+          f"({elapsed:.1f} s including compilation, {args.stores * args.days / elapsed:,.0f} store-days/s)")
+    print(metrics.format_compare(metrics.compare(table, paper.ORACLE if args.policy == "oracle" else {})))
+    if args.out:
+        os.makedirs(args.out, exist_ok=True)
+        table.to_csv(os.path.join(args.out, f"{args.policy}_stores.csv"), index_label="store")
+        if args.policy == "oracle":
+            from rbjax.plots import plot_net_worth
+            fig = plot_net_worth(metrics.net_worth_paths(rec, float(params.initial_funds)), paper.ORACLE_NET_WORTH)
+            fig.savefig(os.path.join(args.out, "oracle_net_worth.png"), dpi=120)
+        print(f"wrote {args.out}")
+
+
+def _parse_values(text: str, flag: str) -> list:
+    try:
+        values = [float(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise SystemExit(f"rbjax sweep: --{flag.replace('_', '-')} needs comma-separated numbers, got {text!r}")
+    return [int(v) if v.is_integer() else v for v in values]
+
+
+def _sweep(args) -> None:
+    from rbjax.sweep import grid, sweep
+
+    env, params = _env(args)
+    policy, policy_params = _policy(args.policy)
+    values = {SWEEP_OPTIONS[k]: _parse_values(v, k) for k, v in vars(args).items() if k in SWEEP_OPTIONS and v}
+    if not values:
+        raise SystemExit("rbjax sweep: give at least one parameter to sweep, e.g. --multiplier 2,4,6")
+    points = grid(**values)
+    print(f"sweep: {len(points)} points x {args.seeds} seeds x {args.days} days", file=sys.stderr)
+    result = sweep(env, policy, policy_params, params, points, seeds=args.seeds, days=args.days, key=args.seed,
+                   batch_size=args.batch_size, progress=True)
+    os.makedirs(args.out, exist_ok=True)
+    result.table.to_csv(os.path.join(args.out, "sweep.csv"), index=False)
+    flat = result.summary.copy()
+    flat.columns = [f"{m}_{s}" for m, s in flat.columns]
+    flat.to_csv(os.path.join(args.out, "summary.csv"))
+    names = result.names
+    for metric in ("final_net_worth", "total_sales", "survival_days"):
+        fig = result.plot(metric, x=names[0], y=names[1] if len(names) > 1 else None)
+        fig.savefig(os.path.join(args.out, f"{metric}.png"), dpi=120)
+    best = result.summary[("final_net_worth", "mean")].idxmax()
+    print(f"{result.store_days:,} store-days in {result.seconds:.1f} s "
+          f"({result.store_days / result.seconds:,.0f} store-days/s, compilation included)")
+    print(f"best mean final net worth: {result.summary[('final_net_worth', 'mean')].max():,.0f} at "
+          f"{ {n: getattr(v, 'item', lambda: v)() for n, v in zip(names, np.atleast_1d(best))} }")
+    print(f"wrote {args.out}/sweep.csv, summary.csv and final_net_worth/total_sales/survival_days.png")
+
+
+def _common(p, days=180) -> None:
+    p.add_argument("--days", type=int, default=days)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--grouping", choices=["20", "ref19"], default="20",
+                   help="categories: 20 (rbjax) or the reference's 19 labels")
+    p.add_argument("--data", default=None, help="catalogue folder (default: the shipped data/hard_v2)")
 
 
 def main(argv=None) -> None:
-    ap = argparse.ArgumentParser(prog="rbjax", description=__doc__)
+    ap = argparse.ArgumentParser(prog="rbjax", description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     sub = ap.add_subparsers(dest="command", required=True)
     p = sub.add_parser("info", help="print the catalogue summary")
     p.add_argument("--data", default=None, help="catalogue folder (default: the shipped data/hard_v2)")
     p.set_defaults(func=_info)
-    p = sub.add_parser("run", help="run a baseline policy on a batch of stores and print the main metrics")
-    p.add_argument("--policy", choices=["base_stock", "random"], default="base_stock")
-    p.add_argument("--stores", type=int, default=64)
-    p.add_argument("--days", type=int, default=180)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--progress", type=int, default=30, help="progress line every N days (0: none)")
-    p.add_argument("--data", default=None)
-    p.set_defaults(func=_run)
+    for name, policy, doc in (("oracle", "oracle", "run the paper's oracle and compare with the paper's row"),
+                              ("run", None, "run a policy on a batch of stores and print the main metrics")):
+        p = sub.add_parser(name, help=doc)
+        if policy is None:
+            p.add_argument("--policy", choices=["oracle", "base_stock", "random"], default="base_stock")
+        else:
+            p.set_defaults(policy=policy)
+        p.add_argument("--stores", type=int, default=1000 if policy else 64)
+        p.add_argument("--progress", type=int, default=30, help="progress line every N days (0: none)")
+        p.add_argument("--out", default=None, help="folder for the per-store CSV (and the oracle's net-worth plot)")
+        _common(p)
+        p.set_defaults(func=_run)
+    p = sub.add_parser("sweep", help="sweep oracle / env parameters over a grid, times N seeds; writes CSV and PNG")
+    p.add_argument("--policy", choices=["oracle", "base_stock", "random"], default="oracle")
+    for flag in SWEEP_OPTIONS:
+        p.add_argument(f"--{flag.replace('_', '-')}", dest=flag, default=None, metavar="V1,V2,...")
+    p.add_argument("--seeds", type=int, default=16)
+    p.add_argument("--batch-size", type=int, default=2048, help="stores per jitted call")
+    p.add_argument("--out", default="results")
+    _common(p)
+    p.set_defaults(func=_sweep)
     args = ap.parse_args(argv)
-    if getattr(args, "stores", 1) < 1 or getattr(args, "days", 1) < 1:
-        ap.error("--stores and --days must be >= 1")
+    for name in ("stores", "days", "seeds", "batch_size"):
+        if getattr(args, name, 1) < 1:
+            ap.error(f"--{name.replace('_', '-')} must be >= 1")
     args.func(args)
 
 

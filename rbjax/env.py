@@ -90,8 +90,11 @@ class Env:
     def check_action(self, action: Action) -> None:
         """Shape and dtype checks (run at trace time, so free inside jit); raise ValueError naming the field."""
         J, K = self.config.num_products, self.config.num_suppliers
-        for name, shape in (("price", (J,)), ("shelf", (J,)), ("order", (J, K))):
+        for name, shape in (("price", (J,)), ("shelf", (J,)), ("order", (J, K)), ("set_price", (J,)),
+                            ("order_rank", (J,))):
             x = getattr(action, name)
+            if x is None and name in ("set_price", "order_rank"):
+                continue
             if not hasattr(x, "shape") or tuple(x.shape) != shape:
                 raise ValueError(f"Action.{name} must have shape {shape}, got {getattr(x, 'shape', type(x))}")
             if not (jnp.issubdtype(x.dtype, jnp.number) or x.dtype == jnp.bool_):
@@ -112,15 +115,16 @@ class Env:
 
         # ---- the agent's actions (intra-day): prices, shelf, orders paid at once
         price = action.price.astype(f)
-        price_ok = jnp.isfinite(price) & (price > 0)
+        price_call = (price != s.prices) if action.set_price is None else action.set_price.astype(bool)
+        price_valid = jnp.isfinite(price) & (price > 0)
+        price_ok = price_call & price_valid
         prices = jnp.where(price_ok, price, s.prices)
         wanted_shelf = action.shelf.astype(bool)
         shelf_ok = wanted_shelf.sum() <= params.shelf_capacity
         shelf = jnp.where(shelf_ok, wanted_shelf, s.shelf)
         units, invalid_orders = orders.sanitize(action.order.astype(f), params.max_units_per_order)
         line_cost = units.astype(f) * s.quote_price
-        accepted, spent = orders.accept_by_funds(line_cost.reshape(-1), s.funds)
-        accepted = accepted.reshape(units.shape)
+        accepted, spent = orders.accept_by_funds(line_cost, s.funds, action.order_rank)
         refused = jnp.sum((units > 0) & ~accepted, dtype=jnp.int32)
         units = jnp.where(accepted, units, 0)
         funds = s.funds - spent
@@ -201,7 +205,7 @@ class Env:
             stockout=stockout & alive, revenue=revenue * alive, refunds=refunds * alive, order_cost=spent * alive,
             ordered=i32(units.sum(-1)), delivered=i32(delivered), **self._supplier_ranks(units > 0, s, i32),
             price_changed=price_ok & alive, funds=new.funds, net_worth=new.net_worth,
-            invalid_prices=i32(jnp.sum(~price_ok)), shelf_refused=~shelf_ok & alive, invalid_orders=i32(invalid_orders),
+            invalid_prices=i32(jnp.sum(price_call & ~price_valid)), shelf_refused=~shelf_ok & alive, invalid_orders=i32(invalid_orders),
             refused_orders=i32(refused), merged_lots=i32(merged), alive=alive)
         reward = (new.net_worth - s.net_worth) * alive
         return self.observe(new, params), new, reward, terminated & alive, truncated & alive, info
@@ -228,7 +232,8 @@ class Env:
         rating = reviews.window_rating(state.rev_window_count, state.rev_window_sum, state.rev_old_count,
                                        state.rev_old_sum, state.rating0)
         return Observation(
-            day=state.day, funds=state.funds, net_worth=state.net_worth, prices=state.prices, shelf=state.shelf,
+            day=state.day, funds=state.funds, capacity=params.capacity, shelf_capacity=params.shelf_capacity,
+            category=jnp.asarray(self._category_of), net_worth=state.net_worth, prices=state.prices, shelf=state.shelf,
             on_hand=state.lot_store.sum(-1), waiting=state.lot_wait.sum(-1), incoming=state.pend_qty.sum(0),
             capacity_used=state.lot_store.sum() / params.capacity,
             quote_price=state.quote_price, transport_min=state.world.transport_min,

@@ -42,12 +42,14 @@ class DaySummary:
     alive: jax.Array
 
 
-def summarize(info: DayInfo, previous_prices: jax.Array | None = None) -> DaySummary:
+def summarize(info: DayInfo) -> DaySummary:
+    """Per-product day records -> per-day scalars (any leading axes: [..., J] -> [...])."""
     acted = info.price_changed | (info.ordered > 0)
+    count = lambda x: jnp.sum(x, axis=-1, dtype=jnp.int32)
     return DaySummary(
-        sold=info.sold.sum(), returned=info.returned.sum(), expired=info.expired.sum(),
-        products_sold=(info.sold > 0).sum(dtype=jnp.int32), stockouts=info.stockout.sum(dtype=jnp.int32),
-        acted=acted.sum(dtype=jnp.int32), revenue=info.revenue, refunds=info.refunds, order_cost=info.order_cost,
+        sold=count(info.sold), returned=count(info.returned), expired=count(info.expired),
+        products_sold=count(info.sold > 0), stockouts=count(info.stockout), acted=count(acted),
+        revenue=info.revenue, refunds=info.refunds, order_cost=info.order_cost,
         funds=info.funds, net_worth=info.net_worth, order_lines=info.order_lines,
         quality_rank_sum=info.quality_rank_sum, quality_first=info.quality_first, price_first=info.price_first,
         refused_orders=info.refused_orders, merged_lots=info.merged_lots, alive=info.alive)

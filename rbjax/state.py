@@ -59,17 +59,24 @@ class EnvState:
 
 @struct.dataclass
 class Action:
-    """One day's decisions.
+    """One day's decisions, as the agent's calls of that day.
 
-    price: [J] new retail prices (non-finite or <= 0 keeps the old price, counted).
+    price: [J] new retail prices.
     shelf: [J] bool shelf membership (more than shelf_capacity products: the whole change is refused, as
            the reference refuses the call, counted).
     order: [J, K] units per (product, supplier); each nonzero entry is one single-line order (see
            ``rbjax.orders``).
+    set_price: [J] bool, which products get a price call today. ``None``: the products whose ``price``
+           differs from the current one. A call with a non-finite or non-positive price is ignored and
+           counted. Accepted calls count as actions in the metrics even when the price is unchanged.
+    order_rank: [J] int, the position of product j's order lines in the day's sequence of calls (funds
+           are checked line by line in that sequence). ``None``: product index order.
     """
     price: jax.Array
     shelf: jax.Array
     order: jax.Array
+    set_price: jax.Array | None = None
+    order_rank: jax.Array | None = None
 
     @classmethod
     def noop(cls, state: EnvState) -> "Action":
@@ -82,6 +89,9 @@ class Observation:
     """What the RetailBench tools show an agent (no hidden quality, no news metadata)."""
     day: jax.Array            # [] int32
     funds: jax.Array          # []
+    capacity: jax.Array       # [] int32 store capacity in units
+    shelf_capacity: jax.Array  # [] int32 shelf slots (products)
+    category: jax.Array       # [J] int32 the product's category (alphabetical index)
     net_worth: jax.Array      # []
     prices: jax.Array         # [J]
     shelf: jax.Array          # [J] bool

@@ -1,16 +1,34 @@
-"""The README's main job: the CLI prints the catalogue and a rollout's metrics."""
+"""The README's main job and the sweep command, run as a user would (subprocesses)."""
 import subprocess
 import sys
 
+import pandas as pd
 
-def test_cli_info_and_run():
-    out = subprocess.run([sys.executable, "-m", "rbjax", "info"], capture_output=True, text=True, check=True).stdout
-    assert "96 products in 20 categories" in out
-    out = subprocess.run([sys.executable, "-m", "rbjax", "run", "--stores", "2", "--days", "5", "--progress", "0"],
-                         capture_output=True, text=True, check=True).stdout
-    assert "2 stores x 5 days" in out and "final net worth" in out
+
+def rbjax(*args, check=True):
+    return subprocess.run([sys.executable, "-m", "rbjax", *args], capture_output=True, text=True, check=check)
+
+
+def test_cli_info_and_oracle(tmp_path):
+    assert "96 products in 20 categories" in rbjax("info").stdout
+    out = rbjax("oracle", "--stores", "2", "--days", "5", "--progress", "0", "--out", str(tmp_path)).stdout
+    assert "oracle policy, 2 stores x 5 days" in out and "final_net_worth" in out and "131,510" in out
+    assert len(pd.read_csv(tmp_path / "oracle_stores.csv")) == 2 and (tmp_path / "oracle_net_worth.png").exists()
+
+
+def test_cli_sweep_writes_tables_and_plots(tmp_path):
+    out = rbjax("sweep", "--multiplier", "4,6", "--shelf", "30,40", "--seeds", "2", "--days", "3",
+                "--out", str(tmp_path)).stdout
+    table = pd.read_csv(tmp_path / "sweep.csv")
+    assert len(table) == 8 and set(table.multiplier) == {4, 6} and set(table.shelf_capacity) == {30, 40}
+    assert len(pd.read_csv(tmp_path / "summary.csv")) == 4 and (tmp_path / "final_net_worth.png").exists()
+    assert "best mean final net worth" in out
 
 
 def test_cli_rejects_bad_input():
-    r = subprocess.run([sys.executable, "-m", "rbjax", "run", "--stores", "0"], capture_output=True, text=True)
+    r = rbjax("run", "--stores", "0", check=False)
     assert r.returncode != 0 and "--stores" in r.stderr
+    r = rbjax("sweep", "--multiplier", "4,x", check=False)
+    assert r.returncode != 0 and "--multiplier" in r.stderr
+    r = rbjax("sweep", check=False)
+    assert r.returncode != 0 and "at least one parameter" in r.stderr

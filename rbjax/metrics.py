@@ -1,0 +1,114 @@
+"""The paper's metrics from rollout records (ORACLE_AND_METRICS.md §3), one DataFrame row per store.
+
+Main table (§3.2), over the D completed days of each store:
+- survival_days: D; final_net_worth: net worth after the last completed day;
+- total_sales: units sold (returns not subtracted); daily_sold_products: mean count of products with sales;
+- return_ratio: returned / sold; expired_ratio: expired / (sold + expired);
+- stockout_days: days where some product had demand > on-hand > 0; stockout_ratio = stockout_days / D.
+Diagnostics (§3.3): acted_per_day (products with an accepted price call or order line), and over order
+lines the supplier_quality_score (K - mean quality rank) / (K - 1), quality_first and price_first.
+Ratios with an empty denominator are NaN.
+"""
+from __future__ import annotations
+
+from typing import Mapping
+
+import jax
+import numpy as np
+import pandas as pd
+
+from rbjax import paper
+from rbjax.rollout import DaySummary, summarize
+from rbjax.state import DayInfo
+
+MAIN_TABLE = ("survival_days", "final_net_worth", "total_sales", "daily_sold_products", "return_ratio",
+              "expired_ratio", "stockout_days")
+DIAGNOSTICS = ("stockout_ratio", "acted_per_day", "supplier_quality_score", "quality_first", "price_first",
+               "refused_orders", "merged_lots")
+
+
+def _ratio(num, den):
+    num, den = np.asarray(num, np.float64), np.asarray(den, np.float64)
+    return np.divide(num, den, out=np.full(num.shape, np.nan), where=den > 0)
+
+
+def store_metrics(records: DaySummary | DayInfo, num_suppliers: int = 5) -> pd.DataFrame:
+    """records: DaySummary [B, days] or DayInfo [B, days, J] (as ``rbjax.rollout`` returns them).
+
+    Returns a DataFrame with one row per store and the columns MAIN_TABLE + DIAGNOSTICS.
+    """
+    if isinstance(records, DayInfo):
+        records = summarize(records)
+    r = jax.tree.map(np.asarray, records)
+    if r.alive.ndim != 2:
+        raise ValueError(f"records must have leading axes [stores, days], got alive of shape {r.alive.shape}")
+    alive = r.alive.astype(bool)
+    days = alive.sum(1)
+    total = lambda x: np.where(alive, x, 0).sum(1, dtype=np.float64)
+    last = np.maximum(days - 1, 0)
+    rows = np.arange(len(days))
+    sold, returned, expired, lines = total(r.sold), total(r.returned), total(r.expired), total(r.order_lines)
+    stockout_days = total(r.stockouts > 0)
+    mean_rank = _ratio(total(r.quality_rank_sum), lines)
+    return pd.DataFrame({
+        "survival_days": days,
+        "final_net_worth": r.net_worth[rows, last].astype(np.float64),
+        "total_sales": sold.astype(np.int64),
+        "daily_sold_products": _ratio(total(r.products_sold), days),
+        "return_ratio": _ratio(returned, sold),
+        "expired_ratio": _ratio(expired, sold + expired),
+        "stockout_days": stockout_days.astype(np.int64),
+        "stockout_ratio": _ratio(stockout_days, days),
+        "acted_per_day": _ratio(total(r.acted), days),
+        "supplier_quality_score": (num_suppliers - mean_rank) / (num_suppliers - 1),
+        "quality_first": _ratio(total(r.quality_first), lines),
+        "price_first": _ratio(total(r.price_first), lines),
+        "refused_orders": total(r.refused_orders).astype(np.int64),
+        "merged_lots": total(r.merged_lots).astype(np.int64),
+    })
+
+
+def summary(table: pd.DataFrame, by: str | list[str] | None = None,
+            metrics: tuple[str, ...] = MAIN_TABLE + DIAGNOSTICS) -> pd.DataFrame:
+    """Mean, sd, 5/50/95 % quantiles and count over stores (seeds), per group of ``by`` (default: all).
+
+    Returns a DataFrame with (metric, statistic) columns, one row per group (a single row without ``by``).
+    """
+    cols = [m for m in metrics if m in table.columns]
+    groups = table.groupby(by, sort=True) if by is not None else table.assign(_all=0).groupby("_all")
+    parts = {"mean": groups[cols].mean(), "sd": groups[cols].std(), "q05": groups[cols].quantile(0.05),
+             "q50": groups[cols].quantile(0.5), "q95": groups[cols].quantile(0.95), "n": groups[cols].count()}
+    out = pd.concat(parts, axis=1).swaplevel(0, 1, axis=1)
+    out = out[[(m, s) for m in cols for s in parts]]
+    return out.reset_index(drop=True) if by is None else out
+
+
+def compare(table: pd.DataFrame, reference: Mapping[str, float] = paper.ORACLE,
+            metrics: tuple[str, ...] = MAIN_TABLE) -> pd.DataFrame:
+    """rbjax mean ± sd beside a reference row (default: the paper's oracle), with the gap in sd units."""
+    rows = []
+    for m in metrics:
+        x = table[m].dropna()
+        mean, sd = float(x.mean()), float(x.std()) if len(x) > 1 else float("nan")
+        ref = reference.get(m, float("nan"))
+        rows.append({"metric": m, "mean": mean, "sd": sd, "paper": ref,
+                     "gap_sd": (mean - ref) / sd if sd > 0 else float("nan")})
+    return pd.DataFrame(rows).set_index("metric")
+
+
+def format_compare(cmp: pd.DataFrame) -> str:
+    """A fixed-width text table of ``compare``'s result."""
+    lines = [f"{'metric':22s} {'rbjax mean ± sd':>26s} {'paper':>12s} {'gap (sd)':>9s}"]
+    for m, row in cmp.iterrows():
+        big = abs(row["mean"]) >= 100
+        fmt = (lambda v: f"{v:,.0f}") if big else (lambda v: f"{v:.4f}")
+        lines.append(f"{m:22s} {fmt(row['mean']) + ' ± ' + fmt(row['sd']):>26s} {fmt(row['paper']):>12s} "
+                     f"{row['gap_sd']:>+9.2f}")
+    return "\n".join(lines)
+
+
+def net_worth_paths(records: DaySummary | DayInfo, initial_funds: float = 30_000.0) -> np.ndarray:
+    """[B, days + 1] net worth per store from the opening (day 0) on; after termination it stays constant."""
+    r = jax.tree.map(np.asarray, records)
+    nw = np.asarray(r.net_worth, np.float64)
+    return np.concatenate([np.full((nw.shape[0], 1), initial_funds), nw], axis=1)

@@ -1,0 +1,71 @@
+"""Matplotlib figures for sweeps and trajectories (``matplotlib.figure.Figure``: no pyplot state, headless)."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+
+def _figure(ncols: int = 1, width: float = 5.5, height: float = 4.0):
+    from matplotlib.figure import Figure
+    fig = Figure(figsize=(width * ncols, height), layout="constrained")
+    return fig, fig.subplots(1, ncols, squeeze=False)[0]
+
+
+def plot_sweep(summary: pd.DataFrame, metric: str, x: str, y: str | None = None):
+    """Mean ± sd of ``metric`` against parameter ``x`` (one line per value of the other parameters), or with
+    ``y`` a heat map of the mean over (x, y), one panel per value of the remaining parameters.
+
+    summary: ``SweepResult.summary`` (index: parameter values; columns: (metric, statistic)).
+    """
+    if metric not in summary.columns.get_level_values(0):
+        raise ValueError(f"unknown metric {metric!r}; the summary has {sorted(set(summary.columns.get_level_values(0)))}")
+    df = summary[metric].reset_index()
+    names = [n for n in summary.index.names if n is not None]
+    for name in (x, y):
+        if name is not None and name not in names:
+            raise ValueError(f"{name!r} is not a swept parameter; swept: {names}")
+    others = [n for n in names if n not in (x, y)]
+    groups = list(df.groupby(others)) if others else [((), df)]
+    label = lambda key: ", ".join(f"{n}={v}" for n, v in zip(others, np.atleast_1d(key)))
+    if y is None:
+        fig, (ax,) = _figure()
+        for key, g in groups:
+            g = g.sort_values(x)
+            ax.errorbar(g[x], g["mean"], yerr=g["sd"], marker="o", capsize=3, label=label(key) or None)
+        ax.set_xlabel(x)
+        ax.set_ylabel(f"{metric} (mean ± sd over seeds)")
+        if others:
+            ax.legend(fontsize="small")
+        return fig
+    fig, axes = _figure(len(groups), width=4.5)
+    lo, hi = df["mean"].min(), df["mean"].max()
+    for ax, (key, g) in zip(axes, groups):
+        table = g.pivot(index=y, columns=x, values="mean").sort_index(ascending=False)
+        im = ax.imshow(table.to_numpy(), cmap="viridis", vmin=lo, vmax=hi, aspect="auto")
+        ax.set_xticks(range(table.shape[1]), [str(v) for v in table.columns])
+        ax.set_yticks(range(table.shape[0]), [str(v) for v in table.index])
+        ax.set_xlabel(x)
+        ax.set_ylabel(y)
+        ax.set_title(label(key) or metric, fontsize="small")
+        for (i, j), v in np.ndenumerate(table.to_numpy()):
+            ax.text(j, i, f"{v:,.0f}" if abs(v) >= 100 else f"{v:.3g}", ha="center", va="center",
+                    color="k" if hi > lo and (v - lo) / (hi - lo) > 0.6 else "w",
+                    fontsize="x-small")
+    fig.colorbar(im, ax=list(axes), label=f"{metric} (mean over seeds)")
+    return fig
+
+
+def plot_net_worth(paths: np.ndarray, reference: np.ndarray | None = None, label: str = "rbjax"):
+    """Mean, ±1 sd band and 5-95 % band of net-worth paths [B, days + 1], beside a reference path."""
+    fig, (ax,) = _figure(width=7.0)
+    days = np.arange(paths.shape[1])
+    mean, sd = paths.mean(0), paths.std(0)
+    ax.fill_between(days, *np.percentile(paths, [5, 95], axis=0), alpha=0.15, label=f"{label} 5-95 %")
+    ax.fill_between(days, mean - sd, mean + sd, alpha=0.3, label=f"{label} mean ± sd")
+    ax.plot(days, mean, lw=2, label=f"{label} mean ({len(paths)} stores)")
+    if reference is not None:
+        ax.plot(np.arange(len(reference)), reference, "k--", lw=1.5, label="paper (one run)")
+    ax.set_xlabel("day")
+    ax.set_ylabel("net worth")
+    ax.legend()
+    return fig

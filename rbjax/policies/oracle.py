@@ -1,0 +1,114 @@
+"""The paper's quality-based oracle (ORACLE_AND_METRICS.md §2), as a pure, jittable policy.
+
+It reads two hidden things through ``Privileged``: the raw supplier quality and today's news effects.
+Everything else comes from the agent's observation. Shapes: J products, K suppliers, W sales-window rows
+(oldest first, the last row is yesterday).
+
+Per day, for the managed set U (fixed by the pre-opening profit ranking and the shelf round-robin):
+supplier k* = highest quality, ties to the cheaper; price p* = the history price with the highest mean
+profit at today's cost of k* (prices grouped by exact equality, so a chosen price is copied bit for bit);
+demand estimate d = mean units at p* (or the fallback); target = d * clip((1 + e_need)(1 + e_supply));
+when on-hand + waiting <= B * target, order k* up to floor(B * target) on the pipeline, clamped by free
+capacity minus a buffer. The orders are placed in shelf order, so funds refuse them in that order.
+"""
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+from flax import struct
+
+from rbjax.state import Action, Observation, Privileged
+
+
+@struct.dataclass
+class OracleParams:
+    products_per_category: jax.Array  # [] int32 n_cat, candidates per category (2)
+    multiplier: jax.Array             # [] B, days of forecast demand: reorder point and order-up-to level (6)
+    window: jax.Array                 # [] int32 sales-history days used (30, at most the env's sales window)
+    fallback_demand: jax.Array        # [] d0, daily demand when the history gives none (10)
+    news_clip: jax.Array              # [2] range of the news multiplier (0.5, 2.0)
+    capacity_buffer: jax.Array        # [] units of capacity kept free (100)
+
+    @classmethod
+    def default(cls, **overrides) -> "OracleParams":
+        """The paper's hard_v2 values; keyword overrides replace single fields."""
+        base = dict(products_per_category=jnp.int32(2), multiplier=jnp.float32(6.0), window=jnp.int32(30),
+                    fallback_demand=jnp.float32(10.0), news_clip=jnp.asarray([0.5, 2.0], jnp.float32),
+                    capacity_buffer=jnp.float32(100.0))
+        return cls(**{**base, **{k: jnp.asarray(v, base[k].dtype) for k, v in overrides.items()}})
+
+
+def shelf_plan(params: OracleParams, obs: Observation):
+    """The managed set and its processing order (§2.2).
+
+    Rank each product inside its category by pre-opening profit (descending, ties by index), keep the top
+    n_cat, order them round-robin (every category's rank-1 product in category order, then rank 2, ...)
+    and keep the first ``shelf_capacity``. Returns (managed [J] bool, position [J] int32 in that order).
+    """
+    J = obs.category.shape[0]
+    idx = jnp.arange(J)
+    profit, cat = obs.history_profit, obs.category
+    before = (profit[None, :] > profit[:, None]) | ((profit[None, :] == profit[:, None]) & (idx[None, :] < idx[:, None]))
+    rank = jnp.sum((cat[None, :] == cat[:, None]) & before, axis=1, dtype=jnp.int32)       # [J] 0 = best
+    candidate = rank < params.products_per_category
+    shelf_key = rank * J + cat                                                              # unique per candidate
+    position = jnp.sum(candidate[None, :] & (shelf_key[None, :] < shelf_key[:, None]), axis=1, dtype=jnp.int32)
+    return candidate & (position < obs.shelf_capacity), position
+
+
+def best_supplier(quote_quality: jax.Array, quote_price: jax.Array):
+    """k* [J] = highest hidden quality, ties to the lowest price, then the lowest index; and its price c* [J]."""
+    top = quote_quality == quote_quality.max(-1, keepdims=True)
+    k = jnp.argmin(jnp.where(top, quote_price, jnp.inf), axis=-1)
+    return k, jnp.take_along_axis(quote_price, k[:, None], -1)[:, 0]
+
+
+def price_and_demand(sales_price: jax.Array, sales_units: jax.Array, cost: jax.Array, window: jax.Array):
+    """History-argmax price with exact price grouping (§2.3 3d).
+
+    sales_price, sales_units: [W, J] oldest first (units 0 = no record); cost: [J] today's c*.
+    Returns (p* [J], mean units at p* [J], has_record [J] bool). Ties go to the price seen first.
+    """
+    W = sales_price.shape[0]
+    units = sales_units.astype(sales_price.dtype)
+    valid = (jnp.arange(W)[:, None] >= W - window) & (sales_units > 0)                    # [W, J]
+    same = valid[:, None, :] & valid[None, :, :] & (sales_price[:, None, :] == sales_price[None, :, :])  # [W, W, J]
+    count = jnp.sum(same, axis=1, dtype=sales_price.dtype)
+    mean_units = jnp.sum(jnp.where(same, units[None], 0.0), axis=1) / jnp.maximum(count, 1.0)          # [W, J]
+    profit = jnp.where(valid, (sales_price - cost) * mean_units, -jnp.inf)
+    best = jnp.argmax(profit, axis=0)                                                      # first maximum
+    pick = lambda x: jnp.take_along_axis(x, best[None], 0)[0]
+    has = valid.any(0)
+    return pick(sales_price), jnp.where(has, pick(mean_units), 0.0), has
+
+
+def order_quantity(params: OracleParams, target, stock, pipeline, free_capacity):
+    """Reorder trigger and quantity (§2.3 3h). All [J] except free_capacity []. Returns units [J] >= 0.
+
+    Ordered when stock (on-hand + waiting) <= B * target: up to max(1, floor(B * target)) on the pipeline,
+    at most the free capacity minus the buffer (in-transit units are not counted against capacity).
+    """
+    level = params.multiplier * target
+    up_to = jnp.maximum(1.0, jnp.floor(level))
+    room = jnp.maximum(0.0, free_capacity - params.capacity_buffer)
+    qty = jnp.clip(up_to - pipeline, 0.0, room)
+    return jnp.where(stock <= level, qty, 0.0)
+
+
+def oracle(params: OracleParams, obs: Observation, privileged: Privileged, key=None) -> Action:
+    """One day of the quality-based oracle (the paper's "Non-LLM Heuristic")."""
+    f = obs.prices.dtype
+    K = obs.quote_price.shape[-1]
+    managed, position = shelf_plan(params, obs)
+    k_star, cost = best_supplier(privileged.quote_quality, obs.quote_price)
+    p_star, demand, has = price_and_demand(obs.sales_price, obs.sales_units, cost, params.window)
+    news = jnp.clip((1.0 + privileged.news_need) * (1.0 + privileged.news_supply), params.news_clip[0],
+                    params.news_clip[1])
+    target = jnp.where(demand > 0, demand, params.fallback_demand) * news
+    stock = (obs.on_hand + obs.waiting).astype(f)
+    free = (obs.capacity - obs.on_hand.sum() - obs.waiting.sum()).astype(f)
+    qty = jnp.where(managed, order_quantity(params, target, stock, obs.incoming.astype(f), free), 0.0)
+    set_price = managed & has & (p_star > 0)
+    return Action(price=jnp.where(set_price, p_star, obs.prices), shelf=managed,
+                  order=jnp.where(jnp.arange(K) == k_star[:, None], qty[:, None], 0.0).astype(f),
+                  set_price=set_price, order_rank=position)
