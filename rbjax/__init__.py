@@ -6,8 +6,8 @@ from rbjax.params import EnvParams, World
 from rbjax.rollout import rollout
 from rbjax.state import Action, EnvState, Observation
 from rbjax.sweep import SweepResult, grid, sweep
-from rbjax import metrics, policies
+from rbjax import devices, metrics, policies
 
 __all__ = ["Action", "Catalog", "CatalogError", "Env", "EnvConfig", "EnvParams", "EnvState", "Observation", "World",
-           "SweepResult", "grid", "load_catalog", "metrics", "policies", "rollout", "sweep"]
+           "SweepResult", "devices", "grid", "load_catalog", "metrics", "policies", "rollout", "sweep"]
 __version__ = "0.1.0"

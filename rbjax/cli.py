@@ -4,6 +4,9 @@
   rbjax oracle --stores 1000 --days 180        the paper's oracle, main-table metrics beside the paper's row
   rbjax run --policy base_stock --stores 64    a baseline policy, same metrics
   rbjax sweep --multiplier 2,4,6 --shelf 30,40 --seeds 64 --out results/   CSV + PNG per metric
+  rbjax bench [--quick]                        throughput profiler (tables and a plot in benchmarks/out)
+
+Stores are sharded over all devices; on a CPU the host is split into one device per core (--devices).
 """
 from __future__ import annotations
 
@@ -106,6 +109,20 @@ def _sweep(args) -> None:
     print(f"wrote {args.out}/sweep.csv, summary.csv and final_net_worth/total_sales/survival_days.png")
 
 
+def _bench(args) -> None:
+    from pathlib import Path
+
+    from rbjax import bench
+    n = len(__import__("jax").devices())
+    if args.quick:   # a smoke test: one policy, one batch, no float64 run
+        policies, batches, days, counts, module_batch, drift = ["null"], [2], 2, [n], 2, None
+    else:
+        policies, batches = list(bench.POLICIES), [int(b) for b in args.batches.split(",")]
+        days, counts, module_batch, drift = args.days, sorted({1, n}), 1024, (16, 180)
+    print(bench.run(policies, batches, days, counts, module_batch, drift, Path(args.out), quick=args.quick))
+    print(f"wrote {args.out}/bench.md, bench.csv, modules.csv, bench.png")
+
+
 def _common(p, days=180) -> None:
     p.add_argument("--days", type=int, default=days)
     p.add_argument("--seed", type=int, default=0)
@@ -141,7 +158,21 @@ def main(argv=None) -> None:
     p.add_argument("--out", default="results")
     _common(p)
     p.set_defaults(func=_sweep)
+    p = sub.add_parser("bench", help="throughput profiler: batch sizes x devices, module costs, floor kernel, "
+                                     "float32 drift")
+    p.add_argument("--quick", action="store_true", help="tiny sizes (a smoke test)")
+    p.add_argument("--batches", default="1,16,256,1024,4096,16384,65536")
+    p.add_argument("--days", type=int, default=10)
+    p.add_argument("--out", default="benchmarks/out")
+    p.set_defaults(func=_bench)
+    ap.add_argument("--devices", type=int, default=None,
+                    help="CPU devices to split the host into (default: one per core; 1 disables sharding)")
     args = ap.parse_args(argv)
+    from rbjax.devices import split_cpu
+    try:
+        split_cpu(args.devices)
+    except RuntimeError:   # called from a process that already runs JAX: keep its devices
+        pass
     for name in ("stores", "days", "seeds", "batch_size"):
         if getattr(args, name, 1) < 1:
             ap.error(f"--{name.replace('_', '-')} must be >= 1")

@@ -12,6 +12,7 @@ import numpy as np
 
 from rbjax import demand, history, inventory, news, orders, reviews, rng, suppliers
 from rbjax.config import EnvConfig
+from rbjax.ops import fsum
 from rbjax.data.catalog import Catalog, load_catalog
 from rbjax.params import EnvParams, World, check_params, default_params
 from rbjax.state import Action, DayInfo, EnvState, Observation, Privileged
@@ -137,7 +138,7 @@ class Env:
         # Step 2 (morning admission) is skipped: after every day's evening admission and deliveries either the
         # queue is empty or the store is full, so it never admits a unit (tests/test_inventory.py checks this).
         lot_store, lot_wait = s.lot_store, s.lot_wait
-        on_hand = lot_store.sum(-1)
+        on_hand = fsum(lot_store, -1)
         in_stock = on_hand > 0
         rating = reviews.window_rating(s.rev_window_count, s.rev_window_sum, s.rev_old_count, s.rev_old_sum, s.rating0)
         gain = (reviews.review_gain(params.review_poly, self._category_of, rating)
@@ -154,8 +155,8 @@ class Env:
             k_reviews, taken.astype(f), s.lot_quality, params.review_ratio)
         returned = returned.astype(jnp.int32)
         lot_store = lot_store - taken
-        revenue = jnp.sum(prices * sold)
-        refunds = jnp.sum(prices * returned)
+        revenue = fsum(prices * sold)
+        refunds = fsum(prices * returned)
         rev_count, rev_sum, rev_window_count, rev_window_sum, rev_old_count, rev_old_sum = reviews.push_reviews(
             s.rev_count, s.rev_sum, s.rev_window_count, s.rev_window_sum, s.rev_old_count, s.rev_old_sum,
             cal % R, n_reviews, star_sum)
@@ -171,7 +172,7 @@ class Env:
         funds = funds + revenue - refunds
         tomorrow = cal + 1
         slot = (jnp.arange(D) == tomorrow % D)[:, None]
-        arriving = lambda x: jnp.sum(jnp.where(slot, x, 0), 0)
+        arriving = lambda x: fsum(jnp.where(slot, x, 0), 0)
         delivered = arriving(pend_qty)
         lot_store, lot_wait, lot_arrival, lot_cost, lot_quality, merged = inventory.deliver(
             lot_store, lot_wait, s.lot_arrival, s.lot_cost, s.lot_quality, delivered, arriving(pend_cost),
@@ -182,7 +183,7 @@ class Env:
         supply = news.effect(params, params.supply_category, items[0], items[1], items[2], items[3], False)
         quote_price, quote_quality = suppliers.daily_quotes(world, params, q_tier, p_tier, tomorrow, supply)
         net_worth = (funds + inventory.book_value(lot_store, lot_wait, lot_arrival, lot_cost, params.shelf_life,
-                                                  tomorrow) + pend_cost.sum())
+                                                  tomorrow) + fsum(fsum(pend_cost, -1)))
         neg_days = jnp.where(funds < 0, s.neg_days + 1, 0)
         terminated = neg_days >= params.neg_funds_days
         truncated = (s.day + 1 >= params.horizon) & ~terminated
@@ -234,8 +235,8 @@ class Env:
         return Observation(
             day=state.day, funds=state.funds, capacity=params.capacity, shelf_capacity=params.shelf_capacity,
             category=jnp.asarray(self._category_of), net_worth=state.net_worth, prices=state.prices, shelf=state.shelf,
-            on_hand=state.lot_store.sum(-1), waiting=state.lot_wait.sum(-1), incoming=state.pend_qty.sum(0),
-            capacity_used=state.lot_store.sum() / params.capacity,
+            on_hand=fsum(state.lot_store, -1), waiting=fsum(state.lot_wait, -1), incoming=fsum(state.pend_qty, 0),
+            capacity_used=jnp.sum(state.lot_store, dtype=jnp.int32) / params.capacity,
             quote_price=state.quote_price, transport_min=state.world.transport_min,
             transport_max=state.world.transport_max,
             sales_price=chrono(state.hist_price), sales_units=chrono(state.hist_units),

@@ -31,7 +31,7 @@ def simulate(key: jax.Array, config: EnvConfig, params: EnvParams, world: World)
     start = params.open_day - H
 
     def day(carry, i):
-        q_tier, p_tier, price, left = carry
+        q_tier, p_tier, price, left, profit_sum = carry
         cal = start + i
         k = jax.random.fold_in(key, i)
         k_block, k_len, k_band, k_sup, k_attr, k_dem, k_round, k_rev, k_star = jax.random.split(k, 9)
@@ -57,11 +57,12 @@ def simulate(key: jax.Array, config: EnvConfig, params: EnvParams, world: World)
         sales = jnp.floor(raw) + (rng.uniform(k_round, (J,), f) < raw - jnp.floor(raw))
         n_rev = rng.binomial(k_rev, sales, jnp.broadcast_to(params.history_review_ratio, (J,)))
         stars = reviews.sample_stars(k_star, n_rev, reviews.rating_probs(quality))
-        profit = (price - quote_price.min(-1)) * sales
-        return (q_tier, p_tier, price, left), (price, sales, n_rev, stars, profit)
+        profit_sum = profit_sum + (price - quote_price.min(-1)) * sales   # in day order: same bits at any batch size
+        return (q_tier, p_tier, price, left, profit_sum), (price, sales, n_rev, stars)
 
-    init = (jnp.zeros((J, K), jnp.int32), jnp.zeros((J, K), jnp.int32), params.price_min, jnp.zeros(J, jnp.int32))
-    (q_tier, p_tier, _, _), (price, sales, n_rev, stars, profit) = jax.lax.scan(day, init, jnp.arange(H))
+    init = (jnp.zeros((J, K), jnp.int32), jnp.zeros((J, K), jnp.int32), params.price_min, jnp.zeros(J, jnp.int32),
+            jnp.zeros(J, f))
+    (q_tier, p_tier, _, _, profit), (price, sales, n_rev, stars) = jax.lax.scan(day, init, jnp.arange(H))
     R, W = config.review_window, config.sales_window
     n_rev, stars, sales = n_rev.astype(jnp.int32), stars.astype(jnp.int32), sales.astype(jnp.int32)
     return dict(
@@ -71,5 +72,5 @@ def simulate(key: jax.Array, config: EnvConfig, params: EnvParams, world: World)
         rev_old_count=n_rev[:H - R].sum(0), rev_old_sum=stars[:H - R].sum(0),
         hist_price=_ring(price[H - W:], params.open_day - W),
         hist_units=_ring(sales[H - W:], params.open_day - W),
-        history_profit=profit.sum(0), quality_tier=q_tier, price_tier=p_tier,
+        history_profit=profit, quality_tier=q_tier, price_tier=p_tier,
     )

@@ -11,6 +11,8 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
+from rbjax.ops import fsum
+
 _BISECTION_STEPS = 20  # keys A*J + j stay below 2**20 for any day of the data window
 
 
@@ -26,12 +28,12 @@ def admit_waiting(lot_store, lot_wait, lot_arrival, capacity):
     Finds the largest key s with (waiting units keyed <= s) <= free room by bisection (no sort);
     lots up to s enter whole, the next lot in part. Returns (lot_store, lot_wait).
     """
-    free = jnp.maximum(capacity - lot_store.sum(), 0)
+    free = jnp.maximum(capacity - jnp.sum(lot_store, dtype=jnp.int32), 0)
     key = fifo_key(lot_arrival)
     waiting = lot_wait > 0
 
     def below(s):
-        return jnp.sum(jnp.where(waiting & (key <= s), lot_wait, 0))
+        return jnp.sum(jnp.where(waiting & (key <= s), lot_wait, 0), dtype=jnp.int32)
 
     lo = jnp.asarray(-1, key.dtype)
     hi = jnp.max(jnp.where(waiting, key, -1))
@@ -50,14 +52,14 @@ def admit_waiting(lot_store, lot_wait, lot_arrival, capacity):
 def take_fifo(lot_store: jax.Array, lot_arrival: jax.Array, sold: jax.Array) -> jax.Array:
     """[J, C] units taken from each lot to sell ``sold`` [J] units, oldest lot first."""
     older = lot_arrival[:, None, :] < lot_arrival[:, :, None]          # [J, C(me), C(other)]
-    before = jnp.sum(jnp.where(older, lot_store[:, None, :], 0), -1)
+    before = fsum(jnp.where(older, lot_store[:, None, :], 0), -1)
     return jnp.clip(sold[:, None] - before, 0, lot_store)
 
 
 def expire(lot_store, lot_wait, lot_arrival, shelf_life, cal_day):
     """Destroy store and waiting units with cal_day > A + L. Returns (lot_store, lot_wait, expired [J])."""
     gone = cal_day > lot_arrival + shelf_life[:, None]
-    expired = jnp.sum(jnp.where(gone, lot_store + lot_wait, 0), -1)
+    expired = fsum(jnp.where(gone, lot_store + lot_wait, 0), -1)
     return jnp.where(gone, 0, lot_store), jnp.where(gone, 0, lot_wait), expired
 
 
@@ -69,13 +71,13 @@ def deliver(lot_store, lot_wait, lot_arrival, lot_cost, lot_quality, qty, cost_t
     (quantity-weighted cost and quality, the older arrival day kept) and is counted.
     Returns the five lot arrays and the number of merged deliveries.
     """
-    free = jnp.maximum(capacity - lot_store.sum(), 0)
-    before = jnp.cumsum(qty) - qty
+    free = jnp.maximum(capacity - jnp.sum(lot_store, dtype=jnp.int32), 0)
+    before = jnp.cumsum(qty, dtype=jnp.int32) - qty
     into_store = jnp.clip(free - before, 0, qty)
     into_wait = qty - into_store
     occupied = (lot_store + lot_wait) > 0
     empty = ~occupied
-    first_empty = empty & (jnp.cumsum(empty, -1) == 1)
+    first_empty = empty & (jnp.cumsum(empty, -1, dtype=jnp.int32) == 1)
     has_empty = empty.any(-1, keepdims=True)
     newest_slot = jnp.argmax(jnp.where(occupied, lot_arrival, -1), -1)
     newest = jnp.arange(lot_store.shape[-1]) == newest_slot[:, None]
@@ -96,4 +98,4 @@ def book_value(lot_store, lot_wait, lot_arrival, lot_cost, shelf_life, cal_day):
     """[] sum of units * cost * max(0, (E - D) / (E - A)), E = A + L (linear depreciation, §3.13)."""
     life = shelf_life[:, None].astype(lot_cost.dtype)
     left = jnp.clip((lot_arrival + shelf_life[:, None] - cal_day).astype(lot_cost.dtype) / life, 0.0, 1.0)
-    return jnp.sum((lot_store + lot_wait).astype(lot_cost.dtype) * lot_cost * left)
+    return fsum(fsum((lot_store + lot_wait).astype(lot_cost.dtype) * lot_cost * left, -1))

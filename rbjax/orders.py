@@ -24,29 +24,48 @@ def sanitize(order: jax.Array, max_units: jax.Array):
     return jnp.where(invalid, 0, units).astype(jnp.int32), jnp.sum(invalid, dtype=jnp.int32)
 
 
+def call_positions(order_rank: jax.Array) -> jax.Array:
+    """[J] int32 position of each product in the day's calls: by ``order_rank``, ties by product index."""
+    J = order_rank.shape[0]
+    idx = jnp.arange(J)
+    first = lambda i: (order_rank[i] < order_rank) | ((order_rank[i] == order_rank) & (i < idx))
+    # elementwise passes (rolled): much faster on XLA CPU than a [J, J] reduction or a sort
+    return jax.lax.fori_loop(0, J, lambda i, pos: pos + first(i), jnp.zeros(J, jnp.int32))
+
+
 def accept_by_funds(cost: jax.Array, funds: jax.Array, order_rank: jax.Array | None = None):
-    """Greedy acceptance in call order.
+    """Greedy acceptance in call order: a line is accepted when its cost fits the funds left.
 
     cost: [J, K] line costs (0 = no line); order_rank: [J] position of each product's lines (None: index
-    order, ties broken by index). Returns (accepted [J, K] bool, spent []).
+    order). Returns (accepted [J, K] bool, spent []).
+
+    Loop-free per round: with the prefix sums of the undecided lines in call order, the lines up to the
+    first one that does not fit are accepted, that line is refused, and so is every later line dearer than
+    the funds then left (funds only fall). The next round resumes after the refused line. Rounds = 1 + the
+    number of refusals that are followed by an affordable line, usually 1.
     """
     J, K = cost.shape
-    sequence = None if order_rank is None else jnp.argsort(order_rank, stable=True)   # [J] product per position
-    in_order = cost if sequence is None else cost[sequence]
+    if order_rank is not None:   # permute the lines into call order once, outside the rounds
+        pos = call_positions(order_rank)
+        product_at = jnp.zeros(J, jnp.int32).at[pos].set(jnp.arange(J, dtype=jnp.int32))
+        accepted, spent = accept_by_funds(cost[product_at], funds)
+        return accepted[pos], spent
+    flat = cost.reshape(-1)
 
-    def body(left, c):
-        ok = (c > 0) & (c <= left)
-        return left - jnp.where(ok, c, 0.0), ok
+    def round_(carry):
+        undecided, accepted, left = carry
+        running = jnp.cumsum(jnp.where(undecided, flat, 0.0))   # strictly increasing over the undecided lines
+        fits = undecided & (running <= left)
+        spent = jnp.max(jnp.where(fits, running, 0.0))          # the fitting lines form a prefix
+        over = undecided & ~fits
+        first_fail = over & (running == jnp.min(jnp.where(over, running, jnp.inf)))
+        left = left - spent
+        refused = first_fail | (over & (flat > left))
+        return over & ~refused, accepted | fits, left
 
-    def greedy():
-        left, ok = jax.lax.scan(body, funds, in_order.reshape(-1), unroll=8)
-        ok = ok.reshape(J, K)
-        return left, ok if sequence is None else jnp.zeros_like(ok).at[sequence].set(ok)
-
-    # fast path: everything affordable is the common case, and the scan only runs when it is not
-    total = cost.sum()
-    left, accepted = jax.lax.cond(total <= funds, lambda: (funds - total, cost > 0), greedy)
-    return accepted, funds - left
+    start = (flat > 0, jnp.zeros(flat.shape, bool), funds)
+    _, accepted, left = jax.lax.while_loop(lambda c: c[0].any(), round_, start)
+    return accepted.reshape(J, K), funds - left
 
 
 def place(key, units, quote_price, quote_quality, transport_min, transport_max, cal_day, pend_qty, pend_cost,
@@ -55,13 +74,16 @@ def place(key, units, quote_price, quote_quality, transport_min, transport_max, 
 
     units: [J, K] accepted units; pend_*: [D, J] ring over arrival day (c % D).
     """
-    D = pend_qty.shape[0]
+    D, K = pend_qty.shape[0], units.shape[-1]
     lead = rng.randint(key, transport_min, transport_max)
     slot = (cal_day + lead) % D                                            # [J, K]
-    hit = (slot[..., None] == jnp.arange(D)) & (units > 0)[..., None]      # [J, K, D]
     u = units.astype(quote_price.dtype)
-    add = lambda x: jnp.sum(jnp.where(hit, x[..., None], 0.0), 1).T               # [D, J]
-    pend_qty = pend_qty + add(u).astype(jnp.int32)
-    pend_cost = pend_cost + add(u * quote_price)
-    pend_quality = pend_quality + add(u * quote_quality)
-    return pend_qty, pend_cost, pend_quality, lead
+    lines = (u, u * quote_price, u * quote_quality)
+    added = [[jnp.zeros_like(u[:, 0]) for _ in range(D)] for _ in lines]
+    for k in range(K):        # unrolled one-hot scatter: elementwise passes beat a [J, K, D] reduction on CPU
+        for d in range(D):
+            hit = slot[:, k] == d
+            for x, acc in zip(lines, added):
+                acc[d] = acc[d] + jnp.where(hit, x[:, k], 0.0)
+    qty, cost, quality = (jnp.stack(acc) for acc in added)                 # [D, J]
+    return pend_qty + qty.astype(jnp.int32), pend_cost + cost, pend_quality + quality, lead

@@ -6,17 +6,20 @@ from __future__ import annotations
 
 import sys
 import time
-from typing import Callable
+from typing import Callable, Sequence
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from flax import struct
+from jax.sharding import Mesh, PartitionSpec as P
 
 from rbjax.env import Env
 from rbjax.params import EnvParams
 from rbjax.state import Action, DayInfo, EnvState
 
 Policy = Callable[..., Action]
+STORES = "stores"   # the mesh axis the batch of stores is split over
 
 
 @struct.dataclass
@@ -68,7 +71,8 @@ def _one_store(env: Env, policy: Policy, records: str):
 
 
 def rollout(env: Env, policy: Policy, policy_params, env_params: EnvParams, keys: jax.Array, days: int = 180, *,
-            policy_axes=None, env_axes=None, records: str = "summary", progress: bool | int = False):
+            policy_axes=None, env_axes=None, records: str = "summary", progress: bool | int = False,
+            devices: Sequence[jax.Device] | None = None):
     """Run ``len(keys)`` stores for ``days`` days.
 
     keys: [B] PRNG keys (one episode each). policy_axes / env_axes: ``vmap`` in_axes for the params
@@ -76,6 +80,9 @@ def rollout(env: Env, policy: Policy, policy_params, env_params: EnvParams, keys
     records: "summary" (DaySummary, [B, days] scalars) or "full" (DayInfo, per product).
     progress: False, or a chunk length in days; chunks run as separate jitted calls (one compile) and
     print a progress line each.
+    devices: the devices the stores are spread over (default: all of ``jax.devices()``, which spans every
+    host after ``jax.distributed.initialize``). The batch is padded to a multiple of their number; each
+    device runs its slice with no communication, so results do not depend on the device count.
     Returns (records with leading axes [B, days], final EnvState [B, ...]).
     """
     if records not in ("summary", "full"):
@@ -84,32 +91,76 @@ def rollout(env: Env, policy: Policy, policy_params, env_params: EnvParams, keys
         raise ValueError(f"keys must be a 1-D batch of PRNG keys, got shape {keys.shape}")
     if days < 1:
         raise ValueError(f"days must be >= 1, got {days}")
+    devices = tuple(jax.devices() if devices is None else devices)
+    n = len(keys)
+    pad = -n % len(devices)
+    policy_params, env_params, keys = (_pad(x, axes, pad) for x, axes in
+                                       ((policy_params, policy_axes), (env_params, env_axes), (keys, 0)))
     k_reset, k_run = jnp.moveaxis(jax.vmap(lambda k: jax.random.split(k))(keys), 1, 0)
-    reset, step_chunk = _compiled(env, policy, records, policy_axes, env_axes)
+    reset, step_chunk = _compiled(env, policy, records, policy_axes, env_axes, devices)
     obs, state = reset(k_reset, env_params)
     chunk = days if not progress else max(1, min(30 if progress is True else int(progress), days))
     outs, done, start = [], 0, time.perf_counter()
     while done < days:
-        n = min(chunk, days - done)
-        (obs, state), rec = step_chunk(policy_params, env_params, obs, state, k_run, jnp.int32(done), n)
+        length = min(chunk, days - done)
+        (obs, state), rec = step_chunk(policy_params, env_params, obs, state, k_run, jnp.int32(done), length)
         outs.append(rec)
-        done += n
+        done += length
         if progress:
             jax.block_until_ready(rec)
-            rate = done * len(keys) / (time.perf_counter() - start)
-            print(f"rollout: day {done}/{days}, {len(keys)} stores, {rate:,.0f} store-days/s", file=sys.stderr)
+            rate = done * n / (time.perf_counter() - start)
+            print(f"rollout: day {done}/{days}, {n} stores, {rate:,.0f} store-days/s", file=sys.stderr)
     recs = outs[0] if len(outs) == 1 else jax.tree.map(lambda *x: jnp.concatenate(x, axis=1), *outs)
+    if pad:
+        recs, state = jax.tree.map(lambda x: x[:n], (recs, state))
     return recs, state
+
+
+def _pad(tree, axes, pad: int):
+    """Repeat the last store ``pad`` times along the batch axis of the leaves that have one."""
+    if not pad or axes is None:
+        return tree
+    grow = lambda x: jnp.concatenate([x, jnp.repeat(x[-1:], pad, axis=0)])
+    if axes == 0:
+        return jax.tree.map(grow, tree)
+    return jax.tree.map(lambda a, x: x if a is None else jax.tree.map(grow, x), axes, tree,
+                        is_leaf=lambda x: x is None)
+
+
+def _specs(axes):
+    """vmap axes (None, 0 or a pytree of them) -> shard_map specs: batched leaves split over 'stores'."""
+    if axes is None:
+        return P()
+    if axes == 0:
+        return P(STORES)
+    return jax.tree.map(lambda a: P() if a is None else P(STORES), axes, is_leaf=lambda x: x is None)
 
 
 _CACHE: dict = {}
 
 
-def _compiled(env: Env, policy: Policy, records: str, policy_axes, env_axes):
-    """jitted (reset, chunk) per (env, policy, records, axes): repeated rollouts compile once."""
-    spec = (id(env), policy, records, repr(policy_axes), repr(env_axes))
+def _mesh_map(f, devices: tuple, in_specs):
+    """shard_map ``f`` over the stores axis of ``devices``. No collectives: every device runs its slice of
+    stores alone (check_vma off: replicated params meet per-store values inside scans)."""
+    mesh = Mesh(np.asarray(devices), (STORES,))
+    return jax.shard_map(f, mesh=mesh, in_specs=in_specs, out_specs=P(STORES), check_vma=False)
+
+
+def _compiled(env: Env, policy: Policy, records: str, policy_axes, env_axes, devices=(None,)):
+    """jitted (reset, chunk): repeated rollouts compile once per (env, env axes, devices) for the reset and
+    per (env, policy, records, axes, devices) for the days."""
+    reset_spec = ("reset", id(env), repr(env_axes), devices)
+    if reset_spec not in _CACHE:
+        reset = jax.vmap(env.reset, in_axes=(0, env_axes))
+        if len(devices) > 1:
+            reset = _mesh_map(reset, devices, (P(STORES), _specs(env_axes)))
+        _CACHE[reset_spec] = (env, jax.jit(reset))
+    spec = (id(env), policy, records, repr(policy_axes), repr(env_axes), devices)
     if spec not in _CACHE:
-        reset = jax.jit(jax.vmap(env.reset, in_axes=(0, env_axes)))
         advance = jax.vmap(_one_store(env, policy, records), in_axes=(policy_axes, env_axes, 0, 0, 0, None, None))
-        _CACHE[spec] = (env, reset, jax.jit(advance, static_argnums=(6,), donate_argnums=(2, 3)))
-    return _CACHE[spec][1:]
+        if len(devices) > 1:
+            inner, specs = advance, (_specs(policy_axes), _specs(env_axes), P(STORES), P(STORES), P(STORES))
+            advance = lambda pp, ep, obs, state, key, first, days: _mesh_map(
+                lambda *a: inner(*a, first, days), devices, specs)(pp, ep, obs, state, key)
+        _CACHE[spec] = (env, jax.jit(advance, static_argnums=(6,), donate_argnums=(2, 3)))
+    return _CACHE[reset_spec][1], _CACHE[spec][1]

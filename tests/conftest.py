@@ -1,6 +1,11 @@
 import os
+import tempfile
 
-import jax
+# One persistent compilation cache for the session, shared with the subprocesses and notebook kernels the
+# tests start: a program compiled once (same shapes, same devices) is not compiled again.
+os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", tempfile.mkdtemp(prefix="rbjax-test-jax-cache-"))
+
+import jax  # noqa: E402
 import pytest
 
 from rbjax.env import Env

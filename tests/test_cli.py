@@ -11,9 +11,12 @@ def rbjax(*args, check=True):
 
 def test_cli_info_and_oracle(tmp_path):
     assert "96 products in 20 categories" in rbjax("info").stdout
-    out = rbjax("oracle", "--stores", "2", "--days", "5", "--progress", "0", "--out", str(tmp_path)).stdout
-    assert "oracle policy, 2 stores x 5 days" in out and "final_net_worth" in out and "131,510" in out
-    assert len(pd.read_csv(tmp_path / "oracle_stores.csv")) == 2 and (tmp_path / "oracle_net_worth.png").exists()
+    # the size of notebooks/oracle_sweep.ipynb's rollout, on one device: the compiled program is shared
+    out = rbjax("--devices", "1", "oracle", "--stores", "16", "--days", "180", "--progress", "0",
+                "--out", str(tmp_path)).stdout
+    assert "oracle policy, 16 stores x 180 days" in out and "final_net_worth" in out and "131,510" in out
+    table = pd.read_csv(tmp_path / "oracle_stores.csv")
+    assert len(table) == 16 and (table.survival_days == 180).all() and (tmp_path / "oracle_net_worth.png").exists()
 
 
 def test_cli_sweep_writes_tables_and_plots(tmp_path):

@@ -48,11 +48,15 @@ def shelf_plan(params: OracleParams, obs: Observation):
     J = obs.category.shape[0]
     idx = jnp.arange(J)
     profit, cat = obs.history_profit, obs.category
-    before = (profit[None, :] > profit[:, None]) | ((profit[None, :] == profit[:, None]) & (idx[None, :] < idx[:, None]))
-    rank = jnp.sum((cat[None, :] == cat[:, None]) & before, axis=1, dtype=jnp.int32)       # [J] 0 = best
+    # elementwise passes over product i (rolled: cheap to compile, and each pass is a whole batch's work)
+    def ranked(i, rank):
+        before = (profit[i] > profit) | ((profit[i] == profit) & (i < idx))
+        return rank + ((cat[i] == cat) & before)
+    rank = jax.lax.fori_loop(0, J, ranked, jnp.zeros(J, jnp.int32))                        # 0 = best
     candidate = rank < params.products_per_category
     shelf_key = rank * J + cat                                                              # unique per candidate
-    position = jnp.sum(candidate[None, :] & (shelf_key[None, :] < shelf_key[:, None]), axis=1, dtype=jnp.int32)
+    position = jax.lax.fori_loop(0, J, lambda i, pos: pos + (candidate[i] & (shelf_key[i] < shelf_key)),
+                                 jnp.zeros(J, jnp.int32))
     return candidate & (position < obs.shelf_capacity), position
 
 
@@ -72,9 +76,16 @@ def price_and_demand(sales_price: jax.Array, sales_units: jax.Array, cost: jax.A
     W = sales_price.shape[0]
     units = sales_units.astype(sales_price.dtype)
     valid = (jnp.arange(W)[:, None] >= W - window) & (sales_units > 0)                    # [W, J]
-    same = valid[:, None, :] & valid[None, :, :] & (sales_price[:, None, :] == sales_price[None, :, :])  # [W, W, J]
-    count = jnp.sum(same, axis=1, dtype=sales_price.dtype)
-    mean_units = jnp.sum(jnp.where(same, units[None], 0.0), axis=1) / jnp.maximum(count, 1.0)          # [W, J]
+    units = jnp.where(valid, units, 0.0)
+    other = jnp.where(valid, sales_price, jnp.nan)                                       # NaN equals nothing
+    # all pairs (a, b) of rows with equal prices, as W elementwise passes over b: XLA on CPU runs these ~9x
+    # faster than one [W, W, J] reduction
+    def add_row(b, acc):
+        same = (sales_price == other[b]).astype(sales_price.dtype)                      # [W, J] rows a vs row b
+        return acc[0] + same, acc[1] + same * units[b]
+    zero = jnp.zeros_like(sales_price)
+    count, total = jax.lax.fori_loop(0, W, add_row, (zero, zero))
+    mean_units = total / jnp.maximum(count, 1.0)
     profit = jnp.where(valid, (sales_price - cost) * mean_units, -jnp.inf)
     best = jnp.argmax(profit, axis=0)                                                      # first maximum
     pick = lambda x: jnp.take_along_axis(x, best[None], 0)[0]

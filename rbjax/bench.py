@@ -1,0 +1,187 @@
+"""The throughput profiler behind ``rbjax bench`` and ``benchmarks/throughput.py``.
+
+For each policy (oracle, null) x device count x batch size: first call (compile + reset + run), reset rate
+and steady store-days/s (a second call, compilation excluded). Then, at one batch size: each module of
+the day timed alone, the floor kernel (same state bytes read and written, same random words drawn,
+nothing else) and the step / floor ratio; peak host memory; and the float32 accounting drift against
+float64 over 180 days of the oracle (run in a subprocess with 64-bit JAX). Writes bench.csv,
+modules.csv, bench.md and bench.png into ``out``.
+"""
+from __future__ import annotations
+
+import json
+import os
+import platform
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import jax
+import numpy as np
+import pandas as pd
+
+from rbjax import profiling
+from rbjax.env import Env
+from rbjax.policies import OracleParams, null_policy, oracle
+from rbjax.rollout import _compiled
+
+POLICIES = {"oracle": (oracle, OracleParams.default()), "null": (null_policy, None)}
+
+
+def _pad_keys(b: int, n_dev: int):
+    return jax.random.split(jax.random.key(0), b + (-b % n_dev))
+
+
+def throughput(env: Env, params, policy: str, devices: tuple, batch: int, days: int) -> dict:
+    fn, pp = POLICIES[policy]
+    keys = _pad_keys(batch, len(devices))
+    reset, chunk = _compiled(env, fn, "summary", None, None, devices)
+    start = time.perf_counter()
+    obs, state = jax.block_until_ready(reset(keys, params))
+    (obs, state), rec = jax.block_until_ready(chunk(pp, params, obs, state, keys, np.int32(0), days))
+    first = time.perf_counter() - start
+    start = time.perf_counter()
+    obs, state = jax.block_until_ready(reset(keys, params))
+    t_reset = time.perf_counter() - start
+    start = time.perf_counter()
+    jax.block_until_ready(chunk(pp, params, obs, state, keys, np.int32(0), days))
+    t_run = time.perf_counter() - start
+    return dict(policy=policy, devices=len(devices), batch=len(keys), store_days_per_s=len(keys) * days / t_run,
+                resets_per_s=len(keys) / t_reset, first_call_s=first)
+
+
+QUICK_MODULES = ("observe", "category demand", "deliver")
+
+
+def modules(env: Env, params, batch: int, days_before: int = 20, warmup: str = "oracle",
+            only: tuple[str, ...] | None = None) -> tuple[pd.DataFrame, dict]:
+    """Module costs, the oracle day and the floor kernel at ``batch`` stores (one device), on the state
+    after ``days_before`` days of the ``warmup`` policy."""
+    fn, pp = POLICIES["oracle"]
+    keys = jax.random.split(jax.random.key(1), batch)
+    reset, chunk = _compiled(env, POLICIES[warmup][0], "summary", None, None, (jax.devices()[0],))
+    obs, state = reset(keys, params)
+    (obs, state), _ = chunk(POLICIES[warmup][1], params, obs, state, keys, np.int32(0), days_before)
+    priv = jax.vmap(env.privileged, in_axes=(0, None))(state, params)
+    action = jax.vmap(fn, in_axes=(None, 0, 0, None))(pp, obs, priv, None)
+    if only is None:
+        policy = jax.jit(jax.vmap(fn, in_axes=(None, 0, 0, None)))
+        step = jax.jit(jax.vmap(env.step, in_axes=(0, 0, 0, None)))
+        t_step = profiling.time_call(step, keys, state, action, params)
+        t_policy = profiling.time_call(policy, pp, obs, priv, None)
+    else:   # quick: the day as the warm-up rollout runs it (policy included), no extra compilation
+        obs_copy, state_copy = jax.block_until_ready(jax.tree.map(lambda x: x.copy(), (obs, state)))
+        start = time.perf_counter()
+        jax.block_until_ready(chunk(POLICIES[warmup][1], params, obs_copy, state_copy, keys, np.int32(0),
+                                    days_before))   # the compiled warm-up length: no new compilation
+        t_step, t_policy = (time.perf_counter() - start) / days_before, float("nan")
+    floor = profiling.floor_kernel(env)
+    copy = lambda: jax.tree.map(lambda x: x.copy(), state)
+    jax.block_until_ready(floor(keys, copy()))
+    runs = []
+    for _ in range(5):
+        s = copy()
+        jax.block_until_ready(s)
+        start = time.perf_counter()
+        jax.block_until_ready(floor(keys, s))
+        runs.append(time.perf_counter() - start)
+    t_floor = min(runs)
+    costs = profiling.module_costs(env, params, state, action, keys, only=only)
+    table = pd.DataFrame({"module": list(costs), "ms": [1e3 * v for v in costs.values()]})
+    table = table.sort_values("ms", ascending=False, ignore_index=True)
+    summary = dict(batch=batch, state_after=f"{warmup} policy, {days_before} days", step_ms=1e3 * t_step, oracle_ms=1e3 * t_policy, floor_ms=1e3 * t_floor,
+                   step_over_floor=t_step / t_floor, state_bytes=env.state_bytes(jax.tree.map(lambda x: x[0], state)),
+                   random_words_per_day=profiling.words_per_day(env))
+    return table, summary
+
+
+_DRIFT = """
+import json, sys, jax, numpy as np
+jax.config.update("jax_enable_x64", True)
+import rbjax
+from rbjax.config import EnvConfig
+from rbjax.policies import oracle, OracleParams
+cat = rbjax.load_catalog()
+out = {}
+for f64 in (False, True):
+    env = rbjax.Env(EnvConfig.from_catalog(cat, float64=f64), cat)
+    rec, _ = rbjax.rollout(env, oracle, OracleParams.default(), env.default_params(),
+                           jax.random.split(jax.random.key(0), int(sys.argv[1])), days=int(sys.argv[2]))
+    out[f64] = {k: np.asarray(getattr(rec, k), np.float64) for k in ("funds", "net_worth")}
+print(json.dumps({k: float(np.abs(out[False][k] - out[True][k]).max()) for k in ("funds", "net_worth")}
+                 | {"net_worth_scale": float(np.abs(out[True]["net_worth"]).max())}))
+"""
+
+
+def drift(stores: int, days: int) -> dict:
+    """Max |float32 - float64| of funds and net worth over ``days`` oracle days (same keys)."""
+    res = subprocess.run([sys.executable, "-c", _DRIFT, str(stores), str(days)], capture_output=True, text=True)
+    if res.returncode:
+        raise RuntimeError(f"float64 drift run failed:\n{res.stderr[-2000:]}")
+    return json.loads(res.stdout.strip().splitlines()[-1])
+
+
+def plot(table: pd.DataFrame, path: Path) -> None:
+    from matplotlib.figure import Figure
+    fig = Figure(figsize=(6.5, 4.2), layout="constrained")
+    ax = fig.subplots()
+    for (policy, devices), g in table.groupby(["policy", "devices"]):
+        ax.plot(g.batch, g.store_days_per_s, marker="o", label=f"{policy}, {devices} device(s)")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("stores per batch")
+    ax.set_ylabel("store-days / s")
+    ax.legend()
+    fig.savefig(path, dpi=120)
+
+
+def run(policies: list[str], batches: list[int], days: int, device_counts: list[int], module_batch: int,
+        drift_size: tuple[int, int] | None, out: Path, quick: bool = False) -> str:
+    """Measure and write the tables; ``drift_size`` = (stores, days) of the float64 comparison, or None.
+    ``quick``: the module table times only QUICK_MODULES, after a few days of the first policy."""
+    env = Env()
+    params = env.default_params()
+    out.mkdir(parents=True, exist_ok=True)
+    rows = []
+    for policy in policies:
+        for n in device_counts:
+            devices = tuple(jax.devices()[:n])
+            for b in batches:
+                try:
+                    rows.append(throughput(env, params, policy, devices, b, days))
+                except Exception as e:   # a batch too large for memory ends this row of the table
+                    print(f"{policy}, {n} device(s), batch {b}: stopped ({type(e).__name__})", file=sys.stderr)
+                    break
+                r = rows[-1]
+                print(f"{policy:6s} {n} dev  batch {r['batch']:6d}: {r['store_days_per_s']:10,.0f} store-days/s, "
+                      f"first call {r['first_call_s']:.1f} s", file=sys.stderr, flush=True)
+    table = pd.DataFrame(rows)
+    table.to_csv(out / "bench.csv", index=False)
+    mods, summary = (modules(env, params, module_batch, days, policies[0], QUICK_MODULES) if quick
+                     else modules(env, params, module_batch))
+    mods.to_csv(out / "modules.csv", index=False)
+    drifts = drift(*drift_size) if drift_size else None
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024   # KiB -> MiB on Linux
+    plot(table, out / "bench.png")
+    device = jax.devices()[0]
+    lines = [f"# rbjax throughput ({getattr(device, 'device_kind', device.platform)}, {platform.machine()}, "
+             f"{os.cpu_count()} cores, jax {jax.__version__}, {days}-day scans)", "",
+             "| policy | devices | stores | store-days/s | resets/s | first call (s) |", "|---|---|---|---|---|---|"]
+    lines += [f"| {r.policy} | {r.devices} | {r.batch:,} | {r.store_days_per_s:,.0f} | {r.resets_per_s:,.0f} | "
+              f"{r.first_call_s:.1f} |" for r in table.itertuples()]
+    lines += ["", f"Per module on the state after {summary['state_after']}, {summary['batch']:,} stores, one device "
+              f"(ms per call; the step is timed whole):", "", "| part | ms |", "|---|---|"]
+    lines += [f"| {r.module} | {r.ms:.2f} |" for r in mods.itertuples()]
+    lines += [f"| **step (whole)** | {summary['step_ms']:.2f} |", f"| oracle policy | {summary['oracle_ms']:.2f} |",
+              f"| floor kernel ({summary['state_bytes']:,} B state, {summary['random_words_per_day']:,} random "
+              f"words per store) | {summary['floor_ms']:.2f} |", "",
+              f"Step / floor: {summary['step_over_floor']:.1f}x. Peak host memory: {peak:,.0f} MiB."]
+    if drifts:
+        lines.append(f"float32 vs float64, {drift_size[0]} oracle stores x {drift_size[1]} days, same keys: max |funds "
+                     f"drift| {drifts['funds']:.3f}, max |net worth drift| {drifts['net_worth']:.3f} (net worth up to "
+                     f"{drifts['net_worth_scale']:,.0f}).")
+    text = "\n".join(lines) + "\n"
+    (out / "bench.md").write_text(text)
+    return text
