@@ -51,37 +51,34 @@ def floor_kernel(env: Env):
     return jax.jit(jax.vmap(one), donate_argnums=(1,))
 
 
-def module_costs(env: Env, params: EnvParams, state: EnvState, action: Action, key: jax.Array,
+def module_costs(env: Env, params: EnvParams, state: EnvState, action: Action, keys: jax.Array,
                  repeats: int = 5, only: tuple[str, ...] | None = None) -> dict[str, float]:
-    """Seconds per call of each part of ``Env.step`` on the batch ``state`` [B] (action [B], key [B]);
+    """Seconds per call of each part of ``Env.step`` on the batch ``state`` [B] (action [B], keys [B]);
     ``only``: a subset of the part names."""
     cfg, f = env.config, env.config.float_dtype
     cat = np.asarray(cfg.category_of)
     cal = params.open_day + state.day                                     # [B]
-    p_ax = None
-    keys = key
 
     def vm(fn, *axes):
         return jax.jit(jax.vmap(fn, in_axes=axes))
 
     on_hand = state.lot_store.sum(-1)
     visible = (on_hand > 0) & state.shelf
-    a = jax.vmap(demand.attraction, in_axes=(0, p_ax, 0, 0, 0))(keys, params, state.prices,
+    a = jax.vmap(demand.attraction, in_axes=(0, None, 0, 0, 0))(keys, params, state.prices,
                                                                jnp.zeros_like(state.prices), cal)
-    wanted, _ = jax.vmap(demand.category_demand, in_axes=(0, None, p_ax, 0, 0, None))(
+    wanted, _ = jax.vmap(demand.category_demand, in_axes=(0, None, None, 0, 0, None))(
         keys, cfg, params, a * visible, visible, params.traffic[cal[0]])
     sold = jnp.minimum(wanted.astype(jnp.int32), on_hand)
     taken = jax.vmap(inventory.take_fifo)(state.lot_store, state.lot_arrival, sold)
-    units = jnp.maximum(jnp.floor(action.order), 0).astype(jnp.int32)
     delivered = state.pend_qty.sum(1)
     parts = {
-        "observe": (vm(env.observe, 0, p_ax), state, params),
-        "privileged (oracle only)": (vm(env.privileged, 0, p_ax), state, params),
+        "observe": (vm(env.observe, 0, None), state, params),
+        "privileged (oracle only)": (vm(env.privileged, 0, None), state, params),
         "rating + review gain": (vm(lambda s: reviews.review_gain(params.review_poly, cat, reviews.window_rating(
             s.rev_window_count, s.rev_window_sum, s.rev_old_count, s.rev_old_sum, s.rating0)), 0), state),
         "news effect (need)": (vm(lambda s: news.effect(params, cat, s.news_mode, s.news_target, s.news_need,
                                                         s.news_signed, True), 0), state),
-        "attraction": (vm(demand.attraction, 0, p_ax, 0, 0, 0), keys, params, state.prices, state.prices * 0, cal),
+        "attraction": (vm(demand.attraction, 0, None, 0, 0, 0), keys, params, state.prices, state.prices * 0, cal),
         "category demand": (vm(lambda k, a, v: demand.category_demand(k, cfg, params, a, v, params.traffic[100]),
                                0, 0, 0), keys, a * visible, visible),
         "fifo take": (vm(inventory.take_fifo, 0, 0, 0), state.lot_store, state.lot_arrival, sold),
@@ -95,12 +92,11 @@ def module_costs(env: Env, params: EnvParams, state: EnvState, action: Action, k
                    params.shelf_life, cal),
         "admit waiting": (vm(inventory.admit_waiting, 0, 0, 0, None), state.lot_store, state.lot_wait,
                           state.lot_arrival, params.capacity),
-        "orders (sanitize, funds, place)": (vm(lambda k, s, o, r: orders.place(
-            k, orders.sanitize(o, params.max_units_per_order)[0] * orders.accept_by_funds(
-                o * s.quote_price, s.funds, r)[0], s.quote_price, s.quote_quality, s.world.transport_min,
-            s.world.transport_max, params.open_day + s.day, s.pend_qty, s.pend_cost, s.pend_quality),
-            0, 0, 0, 0), keys, state, action.order, jnp.zeros_like(units[..., 0]) if action.order_rank is None
-            else action.order_rank),
+        "orders (sanitize, funds, place)": (vm(lambda k, s, a: orders.place(
+            k, orders.sanitize(a.order, params.max_units_per_order)[0] * orders.accept_by_funds(
+                a.order * s.quote_price, s.funds, a.order_rank)[0], s.quote_price, s.quote_quality,
+            s.world.transport_min, s.world.transport_max, params.open_day + s.day, s.pend_qty, s.pend_cost,
+            s.pend_quality), 0, 0, 0), keys, state, action),
         "news advance": (vm(lambda k, s: news.advance(k, params, cfg.num_categories, s.news_mode, s.news_target,
                                                       s.news_need, s.news_signed, s.news_remain), 0, 0), keys, state),
         "deliver": (vm(lambda s, q: inventory.deliver(s.lot_store, s.lot_wait, s.lot_arrival, s.lot_cost,

@@ -146,7 +146,7 @@ def _mesh_map(f, devices: tuple, in_specs):
     return jax.shard_map(f, mesh=mesh, in_specs=in_specs, out_specs=P(STORES), check_vma=False)
 
 
-def _compiled(env: Env, policy: Policy, records: str, policy_axes, env_axes, devices=(None,)):
+def _compiled(env: Env, policy: Policy, records: str, policy_axes, env_axes, devices: tuple = ()):
     """jitted (reset, chunk): repeated rollouts compile once per (env, env axes, devices) for the reset and
     per (env, policy, records, axes, devices) for the days."""
     reset_spec = ("reset", id(env), repr(env_axes), devices)

@@ -64,8 +64,8 @@ def _resolve(name: str, policy_params, env_params: EnvParams) -> tuple[str, str]
     if scope == "" and in_policy and in_env:
         raise ValueError(f"sweep parameter {name!r} is both a policy and an env field: write 'policy.{field}' or "
                          f"'env.{field}'")
-    known = sorted(set(_fields(policy_params) if in_policy or dataclasses.is_dataclass(policy_params) else [])
-                   | (set(_fields(env_params)) - {"world"}))
+    policy_fields = _fields(policy_params) if dataclasses.is_dataclass(policy_params) else []
+    known = sorted(set(policy_fields) | (set(_fields(env_params)) - {"world"}))
     raise ValueError(f"sweep parameter {name!r} is not a field of the policy params or the env params; known: {known}")
 
 
