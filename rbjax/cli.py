@@ -3,6 +3,8 @@
   rbjax info                                   catalogue summary
   rbjax oracle --stores 1000 --days 180        the paper's oracle, main-table metrics beside the paper's row
   rbjax run --policy base_stock --stores 64    a baseline policy, same metrics
+  rbjax train ppo --stores 2048 --steps 2000000 --out runs/ppo   PPO, one jit; checkpoint + learning curve
+  rbjax eval --policy ppo --checkpoint runs/ppo --stores 128     a trained or shipped policy, same metrics
   rbjax sweep --multiplier 2,4,6 --shelf 30,40 --seeds 64 --out results/   CSV + PNG per metric
   rbjax bench [--quick]                        throughput profiler (tables and a plot in benchmarks/out)
 
@@ -34,11 +36,26 @@ def _env(args):
     return env, env.check_params(env.default_params().replace(horizon=np.int32(args.days)))
 
 
-def _policy(name: str):
+POLICIES = ("oracle", "base_stock", "s_S", "random", "ppo")
+
+
+def _policy(args, env):
     from rbjax import policies
+    if args.policy == "ppo":
+        from rbjax.rl import ppo
+        from rbjax.rl.train import load
+        if not getattr(args, "checkpoint", None):
+            raise SystemExit("rbjax: --policy ppo needs --checkpoint RUN_DIR (written by `rbjax train ppo`)")
+        try:
+            params, config = load(args.checkpoint, env)
+        except (FileNotFoundError, ValueError) as e:
+            raise SystemExit(f"rbjax: {e}")
+        return ppo.make_policy(env.config.num_suppliers, config.hidden), params.replace(
+            greedy=np.bool_(args.greedy))
     return {"oracle": (policies.oracle, policies.OracleParams.default()),
             "base_stock": (policies.base_stock, policies.BaseStockParams.default()),
-            "random": (policies.random_policy, policies.RandomParams.default())}[name]
+            "s_S": (policies.s_S, policies.SSParams.default()),
+            "random": (policies.random_policy, policies.RandomParams.default())}[args.policy]
 
 
 def _info(args) -> None:
@@ -53,7 +70,7 @@ def _run(args) -> None:
     from rbjax.rollout import rollout
 
     env, params = _env(args)
-    policy, policy_params = _policy(args.policy)
+    policy, policy_params = _policy(args, env)
     keys = jax.random.split(jax.random.key(args.seed), args.stores)
     start = time.perf_counter()
     rec, _ = rollout(env, policy, policy_params, params, keys, days=args.days, progress=args.progress)
@@ -61,7 +78,8 @@ def _run(args) -> None:
     elapsed = time.perf_counter() - start
     print(f"{args.policy} policy, {args.stores} stores x {args.days} days, categories {env.config.grouping} "
           f"({elapsed:.1f} s including compilation, {args.stores * args.days / elapsed:,.0f} store-days/s)")
-    print(metrics.format_compare(metrics.compare(table, paper.ORACLE if args.policy == "oracle" else {})))
+    reference = paper.ORACLE if args.policy == "oracle" else paper.LLM_ROWS[paper.BEST_LLM]
+    print(metrics.format_compare(metrics.compare(table, reference)))
     if args.out:
         os.makedirs(args.out, exist_ok=True)
         table.to_csv(os.path.join(args.out, f"{args.policy}_stores.csv"), index_label="store")
@@ -123,6 +141,25 @@ def _bench(args) -> None:
     print(f"wrote {args.out}/bench.md, bench.csv, modules.csv, bench.png")
 
 
+def _train(args) -> None:
+    from rbjax.rl.ppo import PPOConfig
+    from rbjax.rl.train import train_ppo
+
+    env, params = _env(args)
+    try:
+        config = PPOConfig(num_envs=args.stores, num_steps=args.rollout_days, total_steps=args.steps,
+                           epochs=args.epochs, minibatches=args.minibatches, lr=args.lr, hidden=args.hidden,
+                           ent_coef=args.ent_coef)
+    except ValueError as e:
+        raise SystemExit(f"rbjax train: {e}")
+    result = train_ppo(env, params, config, seed=args.seed, out=args.out, every=args.progress)
+    last = result.curve[result.curve.episodes > 0].tail(5)
+    print(f"ppo: {config.num_updates} updates, {config.total_steps:,} store-days in {result.train_s:.0f} s "
+          f"({result.store_days_per_s:,.0f} store-days/s, compile {result.compile_s:.0f} s); last episodes: "
+          f"net worth {last.episode_net_worth.mean():,.0f}, survival {last.survival.mean():.2f}")
+    print(f"wrote {args.out}/config.json, policy.msgpack, curve.csv, curve.png")
+
+
 def _common(p, days=180) -> None:
     p.add_argument("--days", type=int, default=days)
     p.add_argument("--seed", type=int, default=0)
@@ -138,10 +175,13 @@ def main(argv=None) -> None:
     p.add_argument("--data", default=None, help="catalogue folder (default: the shipped data/hard_v2)")
     p.set_defaults(func=_info)
     for name, policy, doc in (("oracle", "oracle", "run the paper's oracle and compare with the paper's row"),
-                              ("run", None, "run a policy on a batch of stores and print the main metrics")):
+                              ("run", None, "run a policy on a batch of stores and print the main metrics"),
+                              ("eval", None, "evaluate a policy (a PPO checkpoint or a shipped one): main metrics")):
         p = sub.add_parser(name, help=doc)
         if policy is None:
-            p.add_argument("--policy", choices=["oracle", "base_stock", "random"], default="base_stock")
+            p.add_argument("--policy", choices=POLICIES, default="ppo" if name == "eval" else "base_stock")
+            p.add_argument("--checkpoint", default=None, help="run folder of `rbjax train ppo` (--policy ppo)")
+            p.add_argument("--greedy", action="store_true", help="ppo: the most likely action, not a sample")
         else:
             p.set_defaults(policy=policy)
         p.add_argument("--stores", type=int, default=1000 if policy else 64)
@@ -158,6 +198,22 @@ def main(argv=None) -> None:
     p.add_argument("--out", default="results")
     _common(p)
     p.set_defaults(func=_sweep)
+    p = sub.add_parser("train", help="train a learned baseline (PPO, one jit): checkpoint and learning curve")
+    p.add_argument("algorithm", choices=["ppo"])
+    from rbjax.rl.ppo import PPOConfig
+    d = PPOConfig()
+    p.add_argument("--stores", type=int, default=d.num_envs, help="stores trained in parallel")
+    p.add_argument("--steps", type=int, default=d.total_steps, help="store-days of experience in total")
+    p.add_argument("--rollout-days", type=int, default=d.num_steps, help="days per store between updates")
+    p.add_argument("--epochs", type=int, default=d.epochs)
+    p.add_argument("--minibatches", type=int, default=d.minibatches)
+    p.add_argument("--lr", type=float, default=d.lr)
+    p.add_argument("--hidden", type=int, default=d.hidden)
+    p.add_argument("--ent-coef", type=float, default=d.ent_coef)
+    p.add_argument("--progress", type=int, default=10, help="progress line every N updates (0: none)")
+    p.add_argument("--out", default="runs/ppo")
+    _common(p)
+    p.set_defaults(func=_train, devices=1)
     p = sub.add_parser("bench", help="throughput profiler: batch sizes x devices, module costs, floor kernel, "
                                      "float32 drift")
     p.add_argument("--quick", action="store_true", help="tiny sizes (a smoke test)")
@@ -170,7 +226,8 @@ def main(argv=None) -> None:
     args = ap.parse_args(argv)
     from rbjax.devices import split_cpu
     try:
-        split_cpu(args.devices)
+        if args.func is not _train:   # training is one jit on one device: keep XLA's multi-threaded kernels
+            split_cpu(args.devices)
     except RuntimeError:   # called from a process that already runs JAX: keep its devices
         pass
     for name in ("stores", "days", "seeds", "batch_size"):

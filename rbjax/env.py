@@ -10,7 +10,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from rbjax import demand, history, inventory, news, orders, reviews, rng, suppliers
+from rbjax import demand, history, inventory, news, orders, reviews, rng, supplier_log, suppliers
 from rbjax.config import EnvConfig
 from rbjax.ops import fsum
 from rbjax.data.catalog import Catalog, load_catalog
@@ -68,8 +68,9 @@ class Env:
             prices=(params.price_min + (params.price_max - params.price_min) * u).astype(f),
             shelf=jnp.zeros(J, bool),
             lot_store=zeros_jc, lot_wait=zeros_jc, lot_arrival=zeros_jc,
-            lot_cost=jnp.zeros((J, C), f), lot_quality=jnp.zeros((J, C), f),
+            lot_cost=jnp.zeros((J, C), f), lot_quality=jnp.zeros((J, C), f), lot_supplier=jnp.zeros((J, C), jnp.int8),
             pend_qty=jnp.zeros((D, J), jnp.int32), pend_cost=jnp.zeros((D, J), f), pend_quality=jnp.zeros((D, J), f),
+            pend_supplier=jnp.zeros((D, J), jnp.int8), supplier_log=jnp.zeros((4, J, K), f),
             rev_count=hist["rev_count"], rev_sum=hist["rev_sum"], rev_window_count=hist["rev_window_count"],
             rev_window_sum=hist["rev_window_sum"], rev_old_count=hist["rev_old_count"],
             rev_old_sum=hist["rev_old_sum"], rating0=rating0.astype(f),
@@ -129,9 +130,10 @@ class Env:
         refused = jnp.sum((units > 0) & ~accepted, dtype=jnp.int32)
         units = jnp.where(accepted, units, 0)
         funds = s.funds - spent
-        pend_qty, pend_cost, pend_quality, _ = orders.place(
+        pend_qty, pend_cost, pend_quality, lead = orders.place(
             k_lead, units, s.quote_price, s.quote_quality, world.transport_min, world.transport_max, cal,
             s.pend_qty, s.pend_cost, s.pend_quality)
+        pend_supplier = supplier_log.tag_pending(s.pend_supplier, units, (cal + lead) % D)
 
         # ---- end_today: steps 1-9 of SIMULATOR.md §2
         traffic = params.traffic[cal]
@@ -153,6 +155,8 @@ class Env:
         taken = inventory.take_fifo(lot_store, s.lot_arrival, sold)
         returned, n_reviews, star_sum = reviews.returns_and_reviews(
             k_reviews, taken.astype(f), s.lot_quality, params.review_ratio)
+        log = supplier_log.update(s.supplier_log, supplier_log.sold_by_supplier(taken, s.lot_supplier, cfg.num_suppliers),
+                                  returned, n_reviews, star_sum)
         returned = returned.astype(jnp.int32)
         lot_store = lot_store - taken
         revenue = fsum(prices * sold)
@@ -177,6 +181,8 @@ class Env:
         lot_store, lot_wait, lot_arrival, lot_cost, lot_quality, merged = inventory.deliver(
             lot_store, lot_wait, s.lot_arrival, s.lot_cost, s.lot_quality, delivered, arriving(pend_cost),
             arriving(pend_quality), tomorrow, params.capacity)
+        lot_supplier = supplier_log.tag_lots(s.lot_supplier, lot_arrival, delivered,
+                                             fsum(jnp.where(slot, pend_supplier, 0).astype(jnp.int32), 0), tomorrow)
         pend_qty, pend_cost, pend_quality = (jnp.where(slot, 0, x) for x in (pend_qty, pend_cost, pend_quality))
         funds = funds - params.rent
         q_tier, p_tier = suppliers.update_tiers(world, params, s.quality_tier, s.price_tier, tomorrow)
@@ -191,7 +197,8 @@ class Env:
         new = EnvState(
             day=s.day + 1, funds=funds, net_worth=net_worth, prices=prices, shelf=shelf,
             lot_store=lot_store, lot_wait=lot_wait, lot_arrival=lot_arrival, lot_cost=lot_cost,
-            lot_quality=lot_quality, pend_qty=pend_qty, pend_cost=pend_cost, pend_quality=pend_quality,
+            lot_quality=lot_quality, lot_supplier=lot_supplier, pend_qty=pend_qty, pend_cost=pend_cost,
+            pend_quality=pend_quality, pend_supplier=pend_supplier, supplier_log=log,
             rev_count=rev_count, rev_sum=rev_sum, rev_window_count=rev_window_count, rev_window_sum=rev_window_sum,
             rev_old_count=rev_old_count, rev_old_sum=rev_old_sum,
             rating0=s.rating0, hist_price=hist_price, hist_units=hist_units, history_profit=s.history_profit,
@@ -232,6 +239,7 @@ class Env:
         chrono = lambda ring: jnp.roll(ring, -(cal % W), axis=0)   # oldest first, yesterday last
         rating = reviews.window_rating(state.rev_window_count, state.rev_window_sum, state.rev_old_count,
                                        state.rev_old_sum, state.rating0)
+        sup_return, sup_rating, return_rate = supplier_log.view(state.supplier_log)
         return Observation(
             day=state.day, funds=state.funds, capacity=params.capacity, shelf_capacity=params.shelf_capacity,
             category=jnp.asarray(self._category_of), net_worth=state.net_worth, prices=state.prices, shelf=state.shelf,
@@ -240,7 +248,8 @@ class Env:
             quote_price=state.quote_price, transport_min=state.world.transport_min,
             transport_max=state.world.transport_max,
             sales_price=chrono(state.hist_price), sales_units=chrono(state.hist_units),
-            rating_mean=rating, rating_count=state.rev_window_count,
+            rating_mean=rating, rating_count=state.rev_window_count, return_rate=return_rate,
+            supplier_return_rate=sup_return, supplier_rating=sup_rating,
             news_mentions=news.mentions(self._category_of, state.news_mode, state.news_target, cfg.num_products),
             history_profit=state.history_profit)
 

@@ -94,8 +94,13 @@ def deliver(lot_store, lot_wait, lot_arrival, lot_cost, lot_quality, qty, cost_t
     return lot_store, lot_wait, lot_arrival, lot_cost, lot_quality, merged
 
 
-def book_value(lot_store, lot_wait, lot_arrival, lot_cost, shelf_life, cal_day):
-    """[] sum of units * cost * max(0, (E - D) / (E - A)), E = A + L (linear depreciation, §3.13)."""
+def product_book_value(lot_store, lot_wait, lot_arrival, lot_cost, shelf_life, cal_day):
+    """[J] per product: sum of units * cost * max(0, (E - D) / (E - A)), E = A + L (linear depreciation, §3.13)."""
     life = shelf_life[:, None].astype(lot_cost.dtype)
     left = jnp.clip((lot_arrival + shelf_life[:, None] - cal_day).astype(lot_cost.dtype) / life, 0.0, 1.0)
-    return fsum(fsum((lot_store + lot_wait).astype(lot_cost.dtype) * lot_cost * left, -1))
+    return fsum((lot_store + lot_wait).astype(lot_cost.dtype) * lot_cost * left, -1)
+
+
+def book_value(lot_store, lot_wait, lot_arrival, lot_cost, shelf_life, cal_day):
+    """[] the store's book value (``product_book_value`` summed)."""
+    return fsum(product_book_value(lot_store, lot_wait, lot_arrival, lot_cost, shelf_life, cal_day))

@@ -18,6 +18,7 @@ LLM_ROWS = {
                                        "daily_sold_products": 32.57, "return_ratio": 0.0858,
                                        "expired_ratio": 0.0144, "stockout_days": 116},
 }
+BEST_LLM = "GPT-5.5 (ReAct)"   # the best LLM row by net worth
 
 # the oracle's daily net worth, day 0 (opening) .. day 180 (§4.1)
 ORACLE_NET_WORTH = np.array([

@@ -69,3 +69,21 @@ def plot_net_worth(paths: np.ndarray, reference: np.ndarray | None = None, label
     ax.set_ylabel("net worth")
     ax.legend()
     return fig
+
+
+def plot_learning_curve(curve: pd.DataFrame):
+    """PPO learning curve: mean final net worth and survival of the episodes ending in each update, and the
+    policy entropy, against store-days of experience."""
+    fig, axes = _figure(ncols=2, width=10.0)
+    x = curve["store_days"]
+    ended = curve["episodes"] > 0
+    axes[0].plot(x[ended], curve["episode_net_worth"][ended], marker=".", lw=1)
+    axes[0].set_ylabel("final net worth of ended episodes")
+    ax2 = axes[0].twinx()
+    ax2.plot(x[ended], curve["survival"][ended], color="C1", lw=1, alpha=0.7)
+    ax2.set_ylabel("share surviving 180 days", color="C1")
+    axes[1].plot(x, curve["entropy"], color="C2")
+    axes[1].set_ylabel("entropy per product")
+    for ax in axes:
+        ax.set_xlabel("store-days")
+    return fig

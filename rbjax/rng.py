@@ -40,10 +40,20 @@ def bits(key: jax.Array, shape: tuple[int, ...]) -> jax.Array:
     return _mix(_mix(counter ^ seed[0]) + seed[1])
 
 
+# the largest float32 below 1: the top 24-bit bin's centre, 1 - 2^-25, would round up to 1.0 in float32
+_BELOW_ONE = float(jnp.nextafter(jnp.float32(1.0), jnp.float32(0.0)))
+
+
+def unit_interval(words: jax.Array) -> jax.Array:
+    """uint32 words -> float32 in (0, 1): their top 24 bits, centred in their bin; the top bin maps to
+    the largest float32 below 1 (else 1.0, and the normal of it infinite, once in 16.8 million draws)."""
+    u = (words >> 8).astype(jnp.float32)
+    return jnp.minimum((u + 0.5) * (1.0 / 16777216.0), _BELOW_ONE)
+
+
 def uniform(key: jax.Array, shape: tuple[int, ...], dtype=jnp.float32) -> jax.Array:
-    """Uniform(0, 1), open on both ends (24 random bits, centred in their bin)."""
-    u = (bits(key, shape) >> 8).astype(jnp.float32)
-    return ((u + 0.5) * (1.0 / 16777216.0)).astype(dtype)
+    """Uniform(0, 1), open on both ends (``unit_interval`` of the key's words)."""
+    return unit_interval(bits(key, shape)).astype(dtype)
 
 
 def normal(key: jax.Array, shape: tuple[int, ...], dtype=jnp.float32) -> jax.Array:

@@ -25,10 +25,13 @@ class EnvState:
     lot_arrival: jax.Array    # [J, C] int32 calendar day of arrival A (expiry E = A + L)
     lot_cost: jax.Array       # [J, C] float unit cost
     lot_quality: jax.Array    # [J, C] float supplier quality of the lot
+    lot_supplier: jax.Array   # [J, C] int8 supplier of the lot (rbjax.supplier_log)
     # pending orders: ring over arrival day (index c % D)
     pend_qty: jax.Array       # [D, J] int32
     pend_cost: jax.Array      # [D, J] float total cost paid
     pend_quality: jax.Array   # [D, J] float quantity-weighted quality sum
+    pend_supplier: jax.Array  # [D, J] int8 supplier of the last line placed for that arrival day
+    supplier_log: jax.Array   # [4, J, K] float 30-day averages of sold, returned, reviews, stars per supplier
     # reviews: exact daily counts over the rating window (ring index c % R), older ones aggregated
     rev_count: jax.Array      # [R, J] int16
     rev_sum: jax.Array        # [R, J] int16 sum of star ratings
@@ -106,6 +109,9 @@ class Observation:
     sales_units: jax.Array    # [W, J] 0 = no record that day
     rating_mean: jax.Array    # [J] mean rating in the demand window (r-bar)
     rating_count: jax.Array   # [J] reviews in the last 60 days
+    return_rate: jax.Array    # [J] returned / sold over about the last 30 days (0 without sales)
+    supplier_return_rate: jax.Array  # [J, K] the same per supplier (rbjax.supplier_log)
+    supplier_rating: jax.Array       # [J, K] mean rating of the supplier's units (0 without reviews)
     news_mentions: jax.Array  # [J] active non-neutral news items naming the product or its category
     history_profit: jax.Array  # [J] pre-opening profit at the cheapest daily quote
 

@@ -35,3 +35,20 @@ def test_cli_rejects_bad_input():
     assert r.returncode != 0 and "--multiplier" in r.stderr
     r = rbjax("sweep", check=False)
     assert r.returncode != 0 and "at least one parameter" in r.stderr
+
+
+def test_cli_train_and_eval_ppo(tmp_path):
+    # tests/test_rl.py's SMALL setting: the compiled training program comes from the persistent cache
+    out = rbjax("train", "ppo", "--stores", "32", "--rollout-days", "8", "--steps", str(32 * 8 * 24),
+                "--minibatches", "4", "--hidden", "32", "--days", "40", "--progress", "0", "--out", str(tmp_path)).stdout
+    assert "24 updates" in out and "store-days/s" in out
+    assert {"config.json", "policy.msgpack", "curve.csv", "curve.png"} <= {p.name for p in tmp_path.iterdir()}
+    assert len(pd.read_csv(tmp_path / "curve.csv")) == 24
+    out = rbjax("--devices", "1", "eval", "--policy", "ppo", "--checkpoint", str(tmp_path), "--stores", "8",
+                "--days", "40", "--progress", "0").stdout
+    assert "ppo policy, 8 stores x 40 days" in out and "final_net_worth" in out
+    assert "24,351" in out or "24350.98" in out                 # beside the best LLM row
+    r = rbjax("eval", "--policy", "ppo", "--stores", "8", "--days", "5", check=False)
+    assert r.returncode != 0 and "--checkpoint" in r.stderr
+    r = rbjax("eval", "--policy", "ppo", "--checkpoint", str(tmp_path / "missing"), "--days", "5", check=False)
+    assert r.returncode != 0 and "not a PPO checkpoint" in r.stderr

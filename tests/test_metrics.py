@@ -71,11 +71,11 @@ def test_sweep_rows_map_to_their_points_and_seeds_are_shared(env, params):
 
 
 def test_sweep_policy_params_and_common_random_numbers(env, params):
-    points = [{"level": 0.0}, {"level": 150.0}, {"level": 150.0}]
+    points = [{"cover_days": 0.0}, {"cover_days": 8.0}, {"cover_days": 8.0}]
     result = rbjax.sweep(env, base_stock, BaseStockParams.default(), params, points, seeds=2, days=6)
     t = result.table
-    assert t[t.level == 0].quality_first.isna().all()            # level 0: never orders
-    assert t[t.level == 150].quality_first.notna().all()
+    assert t[t.cover_days == 0].quality_first.isna().all()            # cover 0: never orders
+    assert t[t.cover_days == 8].quality_first.notna().all()
     same = t[t.point == 1].drop(columns="point").reset_index(drop=True)
     assert same.equals(t[t.point == 2].drop(columns="point").reset_index(drop=True))   # seed s: same key
     assert not t[t.point == 1].final_net_worth.equals(t[t.point == 0].final_net_worth)

@@ -39,24 +39,77 @@ def random_policy(params: RandomParams, obs: Observation, privileged, key) -> Ac
     return Action(price=price.astype(obs.prices.dtype), shelf=shelf, order=order.astype(obs.quote_price.dtype))
 
 
+CHEAPEST, BEST_RATED = 0, 1
+
+
+def shelf_by_history(obs: Observation, size: jax.Array) -> jax.Array:
+    """[J] bool: the ``size`` products with the best pre-opening profit (ties: lower index)."""
+    J = obs.history_profit.shape[0]
+    better = (obs.history_profit[None, :] > obs.history_profit[:, None]) | (
+        (obs.history_profit[None, :] == obs.history_profit[:, None]) & (jnp.arange(J)[None, :] < jnp.arange(J)[:, None]))
+    return better.sum(-1) < jnp.minimum(size, obs.shelf_capacity)
+
+
+def daily_demand(obs: Observation, fallback: float = 1.0) -> jax.Array:
+    """[J] mean units sold on the days with a sales record in the window, ``fallback`` without any."""
+    units = obs.sales_units.astype(obs.prices.dtype)
+    days = jnp.sum(obs.sales_units > 0, 0)
+    return jnp.where(days > 0, units.sum(0) / jnp.maximum(days, 1), fallback)
+
+
+def pick_supplier(obs: Observation, rule: jax.Array) -> jax.Array:
+    """[J] supplier index: the cheapest quote (rule 0), or the best mean rating of the supplier's units
+    (rule 1; a supplier without reviews counts as the product's mean rating; ties go to the cheaper quote)."""
+    rated = jnp.where(obs.supplier_rating > 0, obs.supplier_rating, obs.rating_mean[:, None])
+    best = rated >= rated.max(-1, keepdims=True) - 1e-6
+    by_rating = jnp.argmin(jnp.where(best, obs.quote_price, jnp.inf), -1)
+    return jnp.where(rule == BEST_RATED, by_rating, jnp.argmin(obs.quote_price, -1))
+
+
+def _order(obs: Observation, shelf, qty, supplier) -> Action:
+    K = obs.quote_price.shape[-1]
+    qty = jnp.where(shelf, jnp.ceil(jnp.maximum(qty, 0.0)), 0.0)
+    order = jnp.where(jnp.arange(K) == supplier[:, None], qty[:, None], 0.0)
+    return Action(price=obs.prices, shelf=shelf, order=order.astype(obs.quote_price.dtype))
+
+
 @struct.dataclass
 class BaseStockParams:
-    shelf_size: jax.Array     # [] int32
-    level: jax.Array          # [] order up to this many units of stock + waiting + incoming
-    cheapest: jax.Array       # [] bool True: cheapest quote; False: best average rating is not per supplier, so
-                              # False picks the supplier with the longest-standing (lowest-index) quote
+    """Order-up-to: every day, lift the stock position to ``cover_days`` days of demand."""
+    shelf_size: jax.Array     # [] int32 shelf products (best pre-opening profit first)
+    cover_days: jax.Array     # [] order up to cover_days x daily demand (on hand + waiting + incoming)
+    supplier: jax.Array       # [] int32 CHEAPEST (0) or BEST_RATED (1)
 
     @classmethod
     def default(cls):
-        return cls(shelf_size=jnp.int32(40), level=jnp.float32(200.0), cheapest=jnp.bool_(True))
+        return cls(shelf_size=jnp.int32(40), cover_days=jnp.float32(8.0), supplier=jnp.int32(CHEAPEST))
 
 
 def base_stock(params: BaseStockParams, obs: Observation, privileged, key) -> Action:
-    """Order-up-to ``level`` on the first ``shelf_size`` products, fixed prices."""
-    J, K = obs.quote_price.shape
-    shelf = jnp.arange(J) < params.shelf_size
-    position = obs.on_hand + obs.waiting + obs.incoming
-    qty = jnp.where(shelf, jnp.maximum(params.level - position, 0.0), 0.0)
-    supplier = jnp.where(params.cheapest, jnp.argmin(obs.quote_price, -1), 0)
-    order = jnp.where(jnp.arange(K) == supplier[:, None], qty[:, None], 0.0)
-    return Action(price=obs.prices, shelf=shelf, order=order.astype(obs.quote_price.dtype))
+    """Base-stock at fixed prices; demand per day from the visible sales records (``daily_demand``)."""
+    shelf = shelf_by_history(obs, params.shelf_size)
+    position = (obs.on_hand + obs.waiting + obs.incoming).astype(obs.prices.dtype)
+    return _order(obs, shelf, params.cover_days * daily_demand(obs) - position, pick_supplier(obs, params.supplier))
+
+
+@struct.dataclass
+class SSParams:
+    """(s, S): when the stock position falls to ``s_days`` of demand, order up to ``S_days``."""
+    shelf_size: jax.Array     # [] int32
+    s_days: jax.Array         # [] reorder point, days of demand
+    S_days: jax.Array         # [] order-up-to level, days of demand (>= s_days)
+    supplier: jax.Array       # [] int32 CHEAPEST (0) or BEST_RATED (1)
+
+    @classmethod
+    def default(cls):
+        return cls(shelf_size=jnp.int32(40), s_days=jnp.float32(4.0), S_days=jnp.float32(12.0),
+                   supplier=jnp.int32(CHEAPEST))
+
+
+def s_S(params: SSParams, obs: Observation, privileged, key) -> Action:
+    """(s, S) at fixed prices: fewer, larger orders than base-stock."""
+    shelf = shelf_by_history(obs, params.shelf_size)
+    rate = daily_demand(obs)
+    position = (obs.on_hand + obs.waiting + obs.incoming).astype(obs.prices.dtype)
+    qty = jnp.where(position <= params.s_days * rate, params.S_days * rate - position, 0.0)
+    return _order(obs, shelf, qty, pick_supplier(obs, params.supplier))

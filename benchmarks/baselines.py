@@ -1,0 +1,104 @@
+"""Results table of the baselines: random, swept base-stock and (s, S), PPO, the oracle, the paper's LLM rows.
+
+    python benchmarks/baselines.py --checkpoint runs/ppo [--seeds 128] [--sweep-seeds 32]
+
+The classic policies' parameters are chosen by a sweep on ``--sweep-seeds`` seeds; every row is then
+evaluated on the same ``--seeds`` fresh seeds (common random numbers, seeds disjoint from the sweep's).
+Writes benchmarks/out/baselines.md and baselines.csv (one row per policy and store).
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import jax
+import numpy as np
+import pandas as pd
+
+import rbjax
+from rbjax import metrics, paper, policies
+from rbjax.rl import ppo
+from rbjax.rl.train import load
+
+BASE_STOCK_GRID = rbjax.grid(cover_days=[4.0, 6.0, 8.0, 12.0, 16.0], shelf_size=[20, 30, 40],
+                             supplier=[policies.CHEAPEST, policies.BEST_RATED])
+S_S_GRID = rbjax.grid(s_days=[2.0, 4.0, 6.0], S_days=[8.0, 12.0, 16.0], shelf_size=[30, 40],
+                      supplier=[policies.CHEAPEST, policies.BEST_RATED])
+EVAL_KEY = 1_000_003   # the evaluation seeds' key, disjoint from the sweeps' (key 0)
+
+
+def best_point(env, policy, defaults, params, points, seeds):
+    result = rbjax.sweep(env, policy, defaults, params, points, seeds=seeds, batch_size=1024)
+    mean = result.summary[("final_net_worth", "mean")]
+    best = dict(zip(result.names, mean.idxmax() if len(result.names) > 1 else (mean.idxmax(),)))
+    print(f"  swept {len(points)} points x {seeds} seeds in {result.seconds:.0f} s; best {best}: "
+          f"net worth {mean.max():,.0f}", file=sys.stderr)
+    return defaults.replace(**{k: np.asarray(v, np.asarray(getattr(defaults, k)).dtype) for k, v in best.items()}), best
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--checkpoint", default="runs/ppo", help="PPO run folder (skipped if missing)")
+    ap.add_argument("--seeds", type=int, default=128)
+    ap.add_argument("--sweep-seeds", type=int, default=32)
+    ap.add_argument("--out", default="benchmarks/out")
+    args = ap.parse_args(argv)
+    rbjax.devices.split_cpu()
+    env = rbjax.Env()
+    params = env.default_params()
+    keys = jax.random.split(jax.random.key(EVAL_KEY), args.seeds)
+    rows = {}
+    print("sweeping base-stock ...", file=sys.stderr)
+    bs, bs_best = best_point(env, policies.base_stock, policies.BaseStockParams.default(), params, BASE_STOCK_GRID,
+                             args.sweep_seeds)
+    print("sweeping (s, S) ...", file=sys.stderr)
+    ss, ss_best = best_point(env, policies.s_S, policies.SSParams.default(), params, S_S_GRID, args.sweep_seeds)
+    runs = [("random", policies.random_policy, policies.RandomParams.default()),
+            ("base-stock (best of sweep)", policies.base_stock, bs),
+            ("(s, S) (best of sweep)", policies.s_S, ss)]
+    checkpoint = Path(args.checkpoint)
+    if (checkpoint / "policy.msgpack").is_file():
+        ppo_params, config = load(checkpoint, env)
+        policy = ppo.make_policy(env.config.num_suppliers, config.hidden)
+        runs += [("PPO (sampled actions)", policy, ppo_params),
+                 ("PPO (greedy)", policy, ppo_params.replace(greedy=np.bool_(True)))]
+    else:
+        print(f"no PPO checkpoint at {checkpoint}: PPO rows skipped", file=sys.stderr)
+    runs.append(("oracle (privileged)", policies.oracle, policies.OracleParams.default()))
+    tables = []
+    for name, policy, policy_params in runs:
+        start = time.perf_counter()
+        rec, _ = rbjax.rollout(env, policy, policy_params, params, keys, days=180)
+        table = metrics.store_metrics(rec)
+        print(f"  {name}: {time.perf_counter() - start:.0f} s, net worth {table.final_net_worth.mean():,.0f}",
+              file=sys.stderr)
+        tables.append(table.assign(policy=name))
+        rows[name] = table
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    pd.concat(tables).to_csv(out / "baselines.csv", index_label="store")
+    text = markdown(rows, args.seeds, bs_best, ss_best)
+    (out / "baselines.md").write_text(text)
+    print(text)
+
+
+def markdown(rows: dict, seeds: int, bs_best: dict, ss_best: dict) -> str:
+    cols = metrics.MAIN_TABLE
+    fmt = {"survival_days": "{:.0f}", "final_net_worth": "{:,.0f}", "total_sales": "{:,.0f}",
+           "daily_sold_products": "{:.2f}", "return_ratio": "{:.4f}", "expired_ratio": "{:.4f}",
+           "stockout_days": "{:.0f}"}
+    lines = ["| policy | survives 180 d | " + " | ".join(cols) + " |", "|---" * (len(cols) + 2) + "|"]
+    for name, t in rows.items():
+        cells = [f"{fmt[c].format(t[c].mean())} ± {fmt[c].format(t[c].std())}" for c in cols]
+        lines.append(f"| {name} | {100 * (t.survival_days >= 180).mean():.0f} % | " + " | ".join(cells) + " |")
+    for name, row in list(paper.LLM_ROWS.items()) + [("oracle (paper)", paper.ORACLE)]:
+        lines.append(f"| {name}, paper's one run | | " + " | ".join(fmt[c].format(row[c]) for c in cols) + " |")
+    lines.append(f"\nrbjax rows: mean ± sd over {seeds} evaluation seeds x 180 days. Swept parameters: base-stock "
+                 f"{bs_best}, (s, S) {ss_best} (supplier 0 = cheapest, 1 = best-rated).")
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    main()

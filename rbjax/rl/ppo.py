@@ -1,0 +1,288 @@
+"""PPO for the store, PureJaxRL-style: rollout, GAE and minibatch epochs in one jitted ``train(key)``.
+
+The action factorises over products (``rbjax.rl.actions``) and so does the reward: each product earns its
+share of the day's change in net worth (``rbjax.rl.rewards``). Products are therefore trained like the
+agents of a cooperative multi-agent PPO: one importance ratio, one value and one GAE advantage per
+product (one ratio for the whole 96-product action would leave the trust region after a single step,
+and one store-wide advantage drowns each product's signal in the other 95). Observations are
+standardised with running statistics and rewards are scaled by the running standard deviation of the
+discounted per-product return. Stores auto-reset from a pool of initial states (one per store) redrawn every
+``pool_every`` updates: the 93-day pre-opening history costs about as much as 15 store days, so it is not
+simulated at every step.
+
+Shapes: B stores (``num_envs``), T days per update (``num_steps``), J products, F/G feature sizes.
+"""
+from __future__ import annotations
+
+import dataclasses
+import functools
+import time
+from typing import Any, Callable
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+import optax
+from flax import struct
+from flax.training.train_state import TrainState
+
+from rbjax.env import Env
+from rbjax.params import EnvParams
+from rbjax.rl import actions as A
+from rbjax.rl.features import encode, feature_sizes
+from rbjax.rl.network import ActorCritic
+from rbjax.rl.normalize import RunningStats
+from rbjax.rl.rewards import product_rewards
+
+
+@dataclasses.dataclass(frozen=True)
+class PPOConfig:
+    """Static PPO settings (a change recompiles)."""
+    num_envs: int = 512
+    num_steps: int = 16
+    total_steps: int = 2_000_000      # store-days over the whole run
+    epochs: int = 3
+    minibatches: int = 8
+    lr: float = 1e-3
+    anneal_lr: bool = True
+    gamma: float = 0.99
+    gae_lambda: float = 0.95
+    clip: float = 0.2
+    ent_coef: float = 0.005
+    vf_coef: float = 0.5
+    max_grad_norm: float = 0.5
+    hidden: int = 32
+    pool_every: int = 8
+
+    def __post_init__(self):
+        for name in ("num_envs", "num_steps", "total_steps", "epochs", "minibatches", "hidden", "pool_every"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"PPOConfig.{name} must be >= 1, got {getattr(self, name)}")
+        if self.num_envs % self.minibatches:
+            raise ValueError(f"PPOConfig.num_envs ({self.num_envs}) must be a multiple of minibatches "
+                             f"({self.minibatches})")
+        if self.num_updates < 1:
+            raise ValueError(f"PPOConfig.total_steps ({self.total_steps}) is below one update "
+                             f"(num_envs x num_steps = {self.num_envs * self.num_steps})")
+
+    @property
+    def num_updates(self) -> int:
+        return self.total_steps // (self.num_envs * self.num_steps)
+
+
+@struct.dataclass
+class PPOPolicyParams:
+    """Everything a trained policy needs to act: network weights and the observation statistics."""
+    net: Any
+    products: RunningStats    # [F]
+    globals_: RunningStats    # [G]
+    greedy: jax.Array         # [] bool: the most likely choice instead of a sample
+
+
+@struct.dataclass
+class Runner:
+    train: TrainState
+    obs_products: RunningStats
+    obs_globals: RunningStats
+    returns: RunningStats     # [] discounted-return statistics (reward scale)
+    ret_acc: jax.Array        # [B, J] running discounted return per product
+    obs: Any                  # Observation [B]
+    state: Any                # EnvState [B]
+    pool: Any                 # (Observation, EnvState) [B]: where a store restarts after its episode ends
+    episode_return: jax.Array  # [B] net-worth change so far in the episode
+    key: jax.Array
+
+
+@struct.dataclass
+class Transition:
+    products: jax.Array       # [B, J, F] normalised
+    globals_: jax.Array       # [B, G]
+    choice: A.Choice          # [B, J]
+    logp: jax.Array           # [B, J]
+    value: jax.Array          # [B, J]
+    reward: jax.Array         # [B, J] scaled
+    done: jax.Array           # [B]
+
+
+def network(num_suppliers: int, hidden: int) -> ActorCritic:
+    return ActorCritic(num_suppliers=num_suppliers, hidden=hidden)
+
+
+@functools.lru_cache(maxsize=None)
+def make_policy(num_suppliers: int, hidden: int) -> Callable:
+    """A rollout policy ``policy(PPOPolicyParams, obs, privileged, key) -> Action`` (cached per shape, so
+    rollouts with it compile once)."""
+    net = network(num_suppliers, hidden)
+
+    def ppo_policy(params: PPOPolicyParams, obs, privileged, key):
+        products, glob = encode(obs)
+        heads, _ = net.apply(params.net, params.products.normalize(products), params.globals_.normalize(glob))
+        sampled, best = A.sample(key, heads), A.mode(heads)
+        choice = jax.tree.map(lambda s, b: jnp.where(params.greedy, b, s), sampled, best)
+        return A.decode(choice, obs)
+    return ppo_policy
+
+
+def init_params(env: Env, config: PPOConfig, key: jax.Array):
+    F, G = feature_sizes(env.config.num_suppliers)
+    J = env.config.num_products
+    return network(env.config.num_suppliers, config.hidden).init(key, jnp.zeros((J, F)), jnp.zeros(G))
+
+
+def make_train(env: Env, config: PPOConfig, progress: Callable | None = None):
+    """Returns ``train(key, env_params) -> (Runner, metrics)``; jit it (or vmap it over keys or params).
+    metrics: dict of [num_updates] arrays.
+
+    progress: optional host callback ``progress(update_index, metrics_of_that_update)`` (jax.debug.callback;
+    a program with a host callback is not kept in JAX's persistent compilation cache).
+    """
+    B, T, M = config.num_envs, config.num_steps, config.minibatches
+    F, G = feature_sizes(env.config.num_suppliers)
+    net = network(env.config.num_suppliers, config.hidden)
+    reset = jax.vmap(env.reset, in_axes=(0, None))
+    step = jax.vmap(env.step, in_axes=(0, 0, 0, None))
+
+    def lr(count):
+        frac = 1.0 - (count // (M * config.epochs)) / config.num_updates
+        return config.lr * frac if config.anneal_lr else config.lr
+
+    def forward(params, products, glob):
+        return jax.vmap(net.apply, in_axes=(None, 0, 0))(params, products, glob)
+
+    def env_step(runner: Runner, pool, env_params):
+        key, k_act, k_env = jax.random.split(runner.key, 3)
+        raw_products, raw_glob = jax.vmap(encode)(runner.obs)
+        bad_obs = jnp.sum(~jnp.isfinite(raw_products)) + jnp.sum(~jnp.isfinite(raw_glob))
+        # a non-finite number would poison the running statistics for good: zero it, and count it
+        raw_products, raw_glob = (jnp.nan_to_num(x, nan=0.0, posinf=0.0, neginf=0.0) for x in (raw_products, raw_glob))
+        obs_p = runner.obs_products.update(raw_products.reshape(-1, F))
+        obs_g = runner.obs_globals.update(raw_glob)
+        products, glob = obs_p.normalize(raw_products), obs_g.normalize(raw_glob)
+        heads, value = forward(runner.train.params, products, glob)
+        choice = jax.vmap(A.sample)(jax.random.split(k_act, B), heads)
+        logp = jax.vmap(A.log_prob)(heads, choice)
+        action = jax.vmap(A.decode)(choice, runner.obs)
+        obs, state, reward, term, trunc, info = step(jax.random.split(k_env, B), runner.state, action, env_params)
+        done = term | trunc
+        shares = jax.vmap(product_rewards, in_axes=(0, 0, 0, 0, None))(runner.state, state, action, info, env_params)
+        bad = bad_obs + jnp.sum(~jnp.isfinite(shares)) + jnp.sum(~jnp.isfinite(action.price))
+        shares = jnp.nan_to_num(shares, nan=0.0, posinf=0.0, neginf=0.0)
+        ret_acc = runner.ret_acc * config.gamma + shares
+        returns = runner.returns.update(ret_acc.reshape(-1, 1))
+        scaled = shares / jnp.sqrt(returns.var[0] + 1e-8)
+        episode_return = runner.episode_return + reward
+        pick = lambda new, fresh: jax.tree.map(
+            lambda n, f: jnp.where(done.reshape(done.shape + (1,) * (n.ndim - 1)), f, n), new, fresh)
+        stats = dict(ended=done, survived=trunc, final_net_worth=info.net_worth, reward=reward, nonfinite=bad,
+                     invalid=info.invalid_orders + info.refused_orders + info.invalid_prices + info.shelf_refused)
+        runner = runner.replace(obs=pick(obs, pool[0]), state=pick(state, pool[1]),
+                                ret_acc=jnp.where(done[:, None], 0.0, ret_acc),
+                                returns=returns, obs_products=obs_p, obs_globals=obs_g, key=key,
+                                episode_return=jnp.where(done, 0.0, episode_return))
+        return runner, (Transition(products, glob, choice, logp, value, scaled, done.astype(jnp.float32)), stats)
+
+    def gae(traj: Transition, last_value):
+        def back(carry, t):
+            adv, next_value = carry
+            live = 1.0 - t.done[:, None]
+            delta = t.reward + config.gamma * next_value * live - t.value
+            adv = delta + config.gamma * config.gae_lambda * live * adv
+            return (adv, t.value), adv
+        _, adv = jax.lax.scan(back, (jnp.zeros_like(last_value), last_value), traj, reverse=True)
+        return adv, adv + traj.value
+
+    def loss_fn(params, batch: Transition, adv, target):
+        heads, value = forward(params, batch.products, batch.globals_)
+        logp = jax.vmap(A.log_prob)(heads, batch.choice)
+        ratio = jnp.exp(jnp.clip(logp - batch.logp, -20.0, 20.0))             # [N, J] per product
+        a = (adv - adv.mean()) / (adv.std() + 1e-8)
+        policy = -jnp.mean(jnp.minimum(ratio * a, jnp.clip(ratio, 1 - config.clip, 1 + config.clip) * a))
+        v_clipped = batch.value + jnp.clip(value - batch.value, -config.clip, config.clip)
+        value_loss = 0.5 * jnp.mean(jnp.maximum((value - target) ** 2, (v_clipped - target) ** 2))
+        ent = jnp.mean(jax.vmap(A.entropy)(heads))
+        total = policy + config.vf_coef * value_loss - config.ent_coef * ent
+        return total, dict(policy_loss=policy, value_loss=value_loss, entropy=ent,
+                           clip_frac=jnp.mean(jnp.abs(ratio - 1) > config.clip))
+
+    def epoch(carry, data):
+        """One pass over the update's data in M minibatches of whole stores."""
+        train, key = carry
+        key, k_perm = jax.random.split(key)
+        perm = jax.random.permutation(k_perm, B)
+        # [T, B, ...] -> [M, T * B / M, ...]
+        shuffle = lambda x: jnp.swapaxes(jnp.take(x, perm, axis=1).reshape((T, M, B // M) + x.shape[2:]), 0, 1
+                                         ).reshape((M, T * (B // M)) + x.shape[2:])
+
+        def minibatch(train, mb):
+            grads, aux = jax.grad(loss_fn, has_aux=True)(train.params, *mb)
+            return train.apply_gradients(grads=grads), aux
+        train, aux = jax.lax.scan(minibatch, train, jax.tree.map(shuffle, data))
+        return (train, key), aux
+
+    def update(runner: Runner, index, env_params):
+        key, k_pool = jax.random.split(runner.key)
+        pool = jax.lax.cond((index % config.pool_every == 0) & (index > 0), lambda: reset(jax.random.split(k_pool, B), env_params),
+                            lambda: runner.pool)
+        runner, (traj, stats) = jax.lax.scan(lambda r, _: env_step(r, pool, env_params), runner.replace(key=key, pool=pool),
+                                             None, T)
+        products, glob = jax.vmap(encode)(runner.obs)
+        _, last_value = forward(runner.train.params, runner.obs_products.normalize(products),
+                                runner.obs_globals.normalize(glob))
+        adv, target = gae(traj, last_value)
+        key, k_epochs = jax.random.split(runner.key)
+        (train, _), aux = jax.lax.scan(lambda c, _: epoch(c, (traj, adv, target)), (runner.train, k_epochs), None,
+                                       config.epochs)
+        runner = runner.replace(train=train, key=key)
+        ended = stats["ended"].sum()
+        metrics = dict(
+            episodes=ended, reward_per_day=stats["reward"].mean(),
+            episode_net_worth=jnp.sum(jnp.where(stats["ended"], stats["final_net_worth"], 0.0)) / jnp.maximum(ended, 1),
+            survival=jnp.sum(stats["survived"]) / jnp.maximum(ended, 1), invalid_actions=stats["invalid"].sum(),
+            nonfinite=stats["nonfinite"].sum(), skipped_steps=train.opt_state.total_notfinite,
+            **jax.tree.map(jnp.mean, aux))
+        return runner, metrics
+
+    def train(key: jax.Array, env_params: EnvParams):
+        k_net, k_reset, k_run = jax.random.split(key, 3)
+        params = init_params(env, config, k_net)
+        tx = optax.apply_if_finite(optax.chain(optax.clip_by_global_norm(config.max_grad_norm),
+                                               optax.adam(lr, eps=1e-5)), max_consecutive_errors=1_000_000)
+        obs, state = reset(jax.random.split(k_reset, B), env_params)
+        f = env.config.float_dtype
+        runner = Runner(train=TrainState.create(apply_fn=net.apply, params=params, tx=tx),
+                        obs_products=RunningStats.zeros(F), obs_globals=RunningStats.zeros(G),
+                        returns=RunningStats.zeros(1), ret_acc=jnp.zeros((B, env.config.num_products), f), obs=obs, state=state, pool=(obs, state),
+                        episode_return=jnp.zeros(B, f), key=k_run)
+
+        def update_and_report(runner, i):
+            runner, metrics = update(runner, i, env_params)
+            if progress is not None:
+                jax.debug.callback(progress, i, metrics)
+            return runner, metrics
+        return jax.lax.scan(update_and_report, runner, jnp.arange(config.num_updates, dtype=jnp.int32))
+    return train
+
+
+def policy_params(runner: Runner, greedy: bool = False) -> PPOPolicyParams:
+    """The acting part of a trained runner."""
+    return PPOPolicyParams(net=runner.train.params, products=runner.obs_products, globals_=runner.obs_globals,
+                           greedy=jnp.asarray(greedy))
+
+
+class ProgressLog:
+    """Host-side progress callback: prints a line every ``every`` updates and keeps wall times."""
+
+    def __init__(self, config: PPOConfig, every: int = 1, printer=print):
+        self.config, self.every, self.printer = config, max(1, every), printer
+        self.start, self.times = time.perf_counter(), []
+
+    def __call__(self, i, metrics):
+        i = int(i)
+        self.times.append(time.perf_counter() - self.start)
+        if (i + 1) % self.every == 0 or i + 1 == self.config.num_updates:
+            steps = (i + 1) * self.config.num_envs * self.config.num_steps
+            self.printer(f"update {i + 1}/{self.config.num_updates}  {steps:,} store-days  "
+                         f"{steps / self.times[-1]:,.0f}/s  episode net worth {float(metrics['episode_net_worth']):,.0f}"
+                         f"  survival {float(metrics['survival']):.2f}  entropy {float(metrics['entropy']):.2f}"
+                         + (f"  skipped non-finite steps {int(metrics['skipped_steps'])}" if metrics['skipped_steps'] else "")
+                         + (f"  non-finite inputs {int(metrics['nonfinite'])}" if metrics['nonfinite'] else ""))
