@@ -22,9 +22,9 @@ from rbjax import metrics, paper, policies
 from rbjax.rl import ppo
 from rbjax.rl.train import load
 
-BASE_STOCK_GRID = rbjax.grid(cover_days=[4.0, 6.0, 8.0, 12.0, 16.0], shelf_size=[20, 30, 40],
+BASE_STOCK_GRID = rbjax.grid(cover_days=[6.0, 10.0, 16.0, 22.0, 30.0], shelf_size=[20, 30, 40],
                              supplier=[policies.CHEAPEST, policies.BEST_RATED])
-S_S_GRID = rbjax.grid(s_days=[2.0, 4.0, 6.0], S_days=[8.0, 12.0, 16.0], shelf_size=[30, 40],
+S_S_GRID = rbjax.grid(s_days=[2.0, 4.0, 8.0], S_days=[12.0, 20.0, 30.0], shelf_size=[30, 40],
                       supplier=[policies.CHEAPEST, policies.BEST_RATED])
 EVAL_KEY = 1_000_003   # the evaluation seeds' key, disjoint from the sweeps' (key 0)
 
@@ -33,6 +33,7 @@ def best_point(env, policy, defaults, params, points, seeds):
     result = rbjax.sweep(env, policy, defaults, params, points, seeds=seeds, batch_size=1024)
     mean = result.summary[("final_net_worth", "mean")]
     best = dict(zip(result.names, mean.idxmax() if len(result.names) > 1 else (mean.idxmax(),)))
+    best = {k: np.asarray(v).item() for k, v in best.items()}
     print(f"  swept {len(points)} points x {seeds} seeds in {result.seconds:.0f} s; best {best}: "
           f"net worth {mean.max():,.0f}", file=sys.stderr)
     return defaults.replace(**{k: np.asarray(v, np.asarray(getattr(defaults, k)).dtype) for k, v in best.items()}), best

@@ -102,7 +102,7 @@ def _sweep(args) -> None:
     from rbjax.sweep import grid, sweep
 
     env, params = _env(args)
-    policy, policy_params = _policy(args.policy)
+    policy, policy_params = _policy(args, env)
     values = {SWEEP_OPTIONS[k]: _parse_values(v, k) for k, v in vars(args).items() if k in SWEEP_OPTIONS and v}
     if not values:
         raise SystemExit("rbjax sweep: give at least one parameter to sweep, e.g. --multiplier 2,4,6")

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax.scipy.special import ndtri
 
 SMALL_MEAN = 4.0
@@ -41,7 +42,7 @@ def bits(key: jax.Array, shape: tuple[int, ...]) -> jax.Array:
 
 
 # the largest float32 below 1: the top 24-bit bin's centre, 1 - 2^-25, would round up to 1.0 in float32
-_BELOW_ONE = float(jnp.nextafter(jnp.float32(1.0), jnp.float32(0.0)))
+_BELOW_ONE = float(np.nextafter(np.float32(1.0), np.float32(0.0)))   # numpy: no JAX work at import
 
 
 def unit_interval(words: jax.Array) -> jax.Array:
