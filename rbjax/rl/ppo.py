@@ -89,7 +89,6 @@ class Runner:
     obs: Any                  # Observation [B]
     state: Any                # EnvState [B]
     pool: Any                 # (Observation, EnvState) [B]: where a store restarts after its episode ends
-    episode_return: jax.Array  # [B] net-worth change so far in the episode
     key: jax.Array
 
 
@@ -170,15 +169,13 @@ def make_train(env: Env, config: PPOConfig, progress: Callable | None = None):
         ret_acc = runner.ret_acc * config.gamma + shares
         returns = runner.returns.update(ret_acc.reshape(-1, 1))
         scaled = shares / jnp.sqrt(returns.var[0] + 1e-8)
-        episode_return = runner.episode_return + reward
         pick = lambda new, fresh: jax.tree.map(
             lambda n, f: jnp.where(done.reshape(done.shape + (1,) * (n.ndim - 1)), f, n), new, fresh)
         stats = dict(ended=done, survived=trunc, final_net_worth=info.net_worth, reward=reward, nonfinite=bad,
                      invalid=info.invalid_orders + info.refused_orders + info.invalid_prices + info.shelf_refused)
         runner = runner.replace(obs=pick(obs, pool[0]), state=pick(state, pool[1]),
                                 ret_acc=jnp.where(done[:, None], 0.0, ret_acc),
-                                returns=returns, obs_products=obs_p, obs_globals=obs_g, key=key,
-                                episode_return=jnp.where(done, 0.0, episode_return))
+                                returns=returns, obs_products=obs_p, obs_globals=obs_g, key=key)
         return runner, (Transition(products, glob, choice, logp, value, scaled, done.astype(jnp.float32)), stats)
 
     def gae(traj: Transition, last_value):
@@ -252,7 +249,7 @@ def make_train(env: Env, config: PPOConfig, progress: Callable | None = None):
         runner = Runner(train=TrainState.create(apply_fn=net.apply, params=params, tx=tx),
                         obs_products=RunningStats.zeros(F), obs_globals=RunningStats.zeros(G),
                         returns=RunningStats.zeros(1), ret_acc=jnp.zeros((B, env.config.num_products), f), obs=obs, state=state, pool=(obs, state),
-                        episode_return=jnp.zeros(B, f), key=k_run)
+                        key=k_run)
 
         def update_and_report(runner, i):
             runner, metrics = update(runner, i, env_params)
