@@ -1,4 +1,8 @@
 """rbjax: the RetailBench supermarket as a vectorised, JIT-compiled JAX engine."""
+from rbjax.devices import guard_cpu_compiler
+
+guard_cpu_compiler()   # before any JAX computation: see rbjax.devices
+
 from rbjax.config import EnvConfig
 from rbjax.data import Catalog, CatalogError, load_catalog
 from rbjax.env import Env

@@ -152,7 +152,16 @@ def _train(args) -> None:
                            ent_coef=args.ent_coef)
     except ValueError as e:
         raise SystemExit(f"rbjax train: {e}")
-    result = train_ppo(env, params, config, seed=args.seed, out=args.out, every=args.progress)
+    init = None
+    if args.init:
+        from rbjax.rl.train import load
+        try:
+            init, trained = load(args.init, env)
+        except (FileNotFoundError, ValueError) as e:
+            raise SystemExit(f"rbjax train: --init: {e}")
+        if trained.hidden != config.hidden:
+            raise SystemExit(f"rbjax train: --init {args.init} has hidden={trained.hidden}; pass --hidden {trained.hidden}")
+    result = train_ppo(env, params, config, seed=args.seed, out=args.out, every=args.progress, init=init)
     last = result.curve[result.curve.episodes > 0].tail(5)
     print(f"ppo: {config.num_updates} updates, {config.total_steps:,} store-days in {result.train_s:.0f} s "
           f"({result.store_days_per_s:,.0f} store-days/s, compile {result.compile_s:.0f} s); last episodes: "
@@ -211,6 +220,7 @@ def main(argv=None) -> None:
     p.add_argument("--hidden", type=int, default=d.hidden)
     p.add_argument("--ent-coef", type=float, default=d.ent_coef)
     p.add_argument("--progress", type=int, default=10, help="progress line every N updates (0: none)")
+    p.add_argument("--init", default=None, metavar="RUN_DIR", help="continue from a checkpoint's weights")
     p.add_argument("--out", default="runs/ppo")
     _common(p)
     p.set_defaults(func=_train, devices=1)

@@ -9,8 +9,44 @@ script on each after ``jax.distributed.initialize(coordinator_address, num_proce
 from __future__ import annotations
 
 import os
+import warnings
 
 import jax
+
+# jaxlib versions whose XLA:CPU offloads fused broadcast-multiply-reduce kernels to YNNPACK and can then
+# read a broadcast operand at the wrong offset in all but the first of a batch's parallel partitions
+# (seen with jaxlib 0.10.2: stores at positions >= B/3 of a 1,024-store batch got another product's
+# review gain). The flag below turns that offload off; it costs about 25 % of CPU throughput.
+YNN_VERSIONS = ((0, 10, 2), (0, 12, 0))
+YNN_FLAG = "--xla_cpu_experimental_ynn_fusion_type="
+KEEP_YNN = "RBJAX_KEEP_YNN"
+
+
+def _jaxlib_version() -> tuple[int, ...]:
+    import jaxlib
+    return tuple(int(p) for p in jaxlib.__version__.split(".")[:3] if p.isdigit())
+
+
+def guard_cpu_compiler() -> bool:
+    """Turn off XLA:CPU's YNNPACK fusions on the jaxlib versions that miscompile them (``YNN_VERSIONS``).
+
+    Runs when rbjax is imported; returns whether the flag is set. Skipped when ``RBJAX_KEEP_YNN=1``, when
+    ``XLA_FLAGS`` already names the option, or (with a warning) when the CPU backend has already started.
+    """
+    flags = os.environ.get("XLA_FLAGS", "")
+    if "ynn_fusion_type" in flags:
+        return YNN_FLAG in flags.split()
+    lo, hi = YNN_VERSIONS
+    if os.environ.get(KEEP_YNN) == "1" or not lo <= _jaxlib_version() < hi:
+        return False
+    from jax._src import xla_bridge
+    if xla_bridge.backends_are_initialized():
+        warnings.warn(f"rbjax: JAX started before rbjax was imported, so XLA:CPU keeps its YNNPACK fusions, which "
+                      f"jaxlib {'.'.join(map(str, lo))} can miscompile (a store's results then depend on its "
+                      f"position in a large batch). Import rbjax first, or set XLA_FLAGS={YNN_FLAG}", stacklevel=3)
+        return False
+    os.environ["XLA_FLAGS"] = (flags + " " + YNN_FLAG).strip()
+    return True
 
 
 def split_cpu(n: int | None = None) -> int:

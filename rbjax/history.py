@@ -60,7 +60,7 @@ def simulate(key: jax.Array, config: EnvConfig, params: EnvParams, world: World)
         profit_sum = profit_sum + (price - quote_price.min(-1)) * sales   # in day order: same bits at any batch size
         return (q_tier, p_tier, price, left, profit_sum), (price, sales, n_rev, stars)
 
-    init = (jnp.zeros((J, K), jnp.int32), jnp.zeros((J, K), jnp.int32), params.price_min, jnp.zeros(J, jnp.int32),
+    init = (jnp.zeros((J, K), jnp.int8), jnp.zeros((J, K), jnp.int8), params.price_min, jnp.zeros(J, jnp.int32),
             jnp.zeros(J, f))
     (q_tier, p_tier, _, _, profit), (price, sales, n_rev, stars) = jax.lax.scan(day, init, jnp.arange(H))
     R, W = config.review_window, config.sales_window

@@ -27,12 +27,12 @@ class World:
     gives the same supplier quotes and news stream whatever the episode key.
     """
     key: jax.Array             # [2] uint32 raw key data (``prng()`` wraps it)
-    cycle_len: jax.Array       # [J, K] int32 tier-cycle length, UniformInt[120, 180]
-    transport_min: jax.Array   # [J, K] int32, 2 <= min < max <= 7
-    transport_max: jax.Array   # [J, K] int32
-    first_cycle: jax.Array     # [J, K] int32 cycle index at the first history day
-    cycle_quality: jax.Array   # [NC, J, K] int32 quality tier drawn for each cycle (NC = 4 cover 120+ day cycles
-    cycle_price: jax.Array     # [NC, J, K] int32 price tier      over history + horizon; later cycles reuse them)
+    cycle_len: jax.Array       # [J, K] int16 tier-cycle length, UniformInt[120, 180]
+    transport_min: jax.Array   # [J, K] int8, 2 <= min < max <= 7
+    transport_max: jax.Array   # [J, K] int8
+    first_cycle: jax.Array     # [J, K] int16 cycle index at the first history day
+    cycle_quality: jax.Array   # [NC, J, K] int8 quality tier drawn for each cycle (NC = 4 cover 120+ day cycles
+    cycle_price: jax.Array     # [NC, J, K] int8 price tier      over history + horizon; later cycles reuse them)
 
     def prng(self) -> jax.Array:
         return jax.random.wrap_key_data(self.key)

@@ -86,4 +86,7 @@ def plot_learning_curve(curve: pd.DataFrame):
     axes[1].set_ylabel("entropy per product")
     for ax in axes:
         ax.set_xlabel("store-days")
+        if "stage" in curve:   # a run continued from a checkpoint (``rbjax train ppo --init``)
+            for start in x[curve["stage"].diff().fillna(0) != 0]:
+                ax.axvline(start, color="grey", ls="--", lw=1)
     return fig

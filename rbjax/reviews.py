@@ -104,8 +104,12 @@ def window_rating(window_count, window_sum, old_count, old_sum, rating0):
 def review_gain(review_poly: jax.Array, category_of: np.ndarray, rating: jax.Array) -> jax.Array:
     """[J] G_c(r) for each product's category quartic."""
     coef = review_poly[np.asarray(category_of)]          # [J, 5], highest power first
-    powers = rating[:, None] ** jnp.arange(4, -1, -1, dtype=rating.dtype)
-    return jnp.sum(coef * powers, -1)
+    # Horner's rule: only correctly rounded multiplies and adds. A float power (pow) here gave results
+    # that depended on the store's position in a large batch on XLA:CPU (tests/test_engine.py).
+    gain = coef[:, 0]
+    for i in range(1, coef.shape[-1]):
+        gain = gain * rating + coef[:, i]
+    return gain
 
 
 def push_reviews(rev_count, rev_sum, window_count, window_sum, old_count, old_sum, slot, n_reviews, star_sum):

@@ -45,8 +45,8 @@ class EnvState:
     hist_units: jax.Array     # [W, J] int32
     history_profit: jax.Array  # [J] float pre-opening profit score (oracle ranking, ORACLE §2.2)
     # suppliers
-    quality_tier: jax.Array   # [J, K] int32 0..6 (Q1..Q7)
-    price_tier: jax.Array     # [J, K] int32 0..4 (P1..P5)
+    quality_tier: jax.Array   # [J, K] int8 0..6 (Q1..Q7)
+    price_tier: jax.Array     # [J, K] int8 0..4 (P1..P5)
     quote_price: jax.Array    # [J, K] float today's news-adjusted quote
     quote_quality: jax.Array  # [J, K] float today's hidden quality score
     # news slots (today's list)

@@ -1,6 +1,6 @@
 """Generated suppliers (SIMULATOR.md §3.11, decision 2): tiers, cycles, diversity rule, daily quotes.
 
-Tier pairs live in the state ([J, K] int32, quality Q1..Q7 -> 0..6, price P1..P5 -> 0..4). A supplier
+Tier pairs live in the state ([J, K] int8, quality Q1..Q7 -> 0..6, price P1..P5 -> 0..4). A supplier
 redraws its pair on the first day of each of its cycles, then the diversity rule runs every day; the
 draws come from the World key folded with the calendar day, so a World fixes the whole quote stream.
 Not reproduced: the reference's offline selection among 50 generation attempts by price-quality
@@ -22,7 +22,7 @@ TIER_CYCLES = 4
 
 
 def cycle_index(world_cycle_len, cost_series_start, cal_day):
-    return (cal_day - cost_series_start[:, None]) // world_cycle_len
+    return (cal_day - cost_series_start[:, None]) // world_cycle_len.astype(jnp.int32)
 
 
 def make_world(key: jax.Array, params: EnvParams, history_days: int = 93) -> World:
@@ -37,9 +37,11 @@ def make_world(key: jax.Array, params: EnvParams, history_days: int = 93) -> Wor
     hi = jnp.where(equal & (hi < 7), hi + 1, hi)
     lo = jnp.where(equal & (lo == 7), lo - 1, lo)  # lo == hi == 7: widen downwards
     quality, price = _draw_tier_pairs(k_tiers, params, (TIER_CYCLES, J, K))
-    return World(key=jax.random.key_data(k_world), cycle_len=cycle, transport_min=lo, transport_max=hi,
-                 first_cycle=cycle_index(cycle, params.cost_series_start, params.open_day - history_days),
-                 cycle_quality=quality, cycle_price=price)
+    first = cycle_index(cycle, params.cost_series_start, params.open_day - history_days)
+    # small integer types: the world is a quarter of a store's state otherwise
+    return World(key=jax.random.key_data(k_world), cycle_len=cycle.astype(jnp.int16), transport_min=lo.astype(jnp.int8),
+                 transport_max=hi.astype(jnp.int8), first_cycle=first.astype(jnp.int16),
+                 cycle_quality=quality.astype(jnp.int8), cycle_price=price.astype(jnp.int8))
 
 
 def _draw_tier_pairs(key: jax.Array, params: EnvParams, shape):
@@ -59,11 +61,11 @@ def update_tiers(world: World, params: EnvParams, quality_tier, price_tier, cal_
     k_bad, k_best, k_best_price = jax.random.split(jax.random.fold_in(world.prng(), cal_day), 3)
     J, K = quality_tier.shape
     idx = cycle_index(world.cycle_len, params.cost_series_start, cal_day)
-    starts = ((cal_day - params.cost_series_start[:, None]) % world.cycle_len == 0) | redraw_all
-    which = (idx - world.first_cycle) % TIER_CYCLES == jnp.arange(TIER_CYCLES)[:, None, None]
-    pick = lambda table: jnp.sum(jnp.where(which, table, 0), 0).astype(jnp.int32)
-    q = jnp.where(starts, pick(world.cycle_quality), quality_tier)
-    p = jnp.where(starts, pick(world.cycle_price), price_tier)
+    starts = ((cal_day - params.cost_series_start[:, None]) % world.cycle_len.astype(jnp.int32) == 0) | redraw_all
+    which = (idx - world.first_cycle.astype(jnp.int32)) % TIER_CYCLES == jnp.arange(TIER_CYCLES)[:, None, None]
+    pick = lambda table: jnp.sum(jnp.where(which, table.astype(jnp.int32), 0), 0)
+    q = jnp.where(starts, pick(world.cycle_quality), quality_tier.astype(jnp.int32))
+    p = jnp.where(starts, pick(world.cycle_price), price_tier.astype(jnp.int32))
     # diversity: someone must be (Q7, P5), and someone Q1 (checked before the first override)
     had_best = (q == BEST_QUALITY).any(-1, keepdims=True)
     is_bad = (q == WORST_QUALITY) & (p == CHEAPEST_PRICE)
@@ -79,7 +81,7 @@ def update_tiers(world: World, params: EnvParams, quality_tier, price_tier, cal_
     best_price = rng.randint(k_best_price, jnp.zeros((J,), jnp.int32), jnp.full((J,), 4)).astype(jnp.int32)
     q = jnp.where(force_best, BEST_QUALITY, q)
     p = jnp.where(force_best, best_price[:, None], p)
-    return q, p
+    return q.astype(jnp.int8), p.astype(jnp.int8)
 
 
 def daily_quotes(world: World, params: EnvParams, quality_tier, price_tier, cal_day, supply_effect):

@@ -3,6 +3,10 @@ import subprocess
 import sys
 
 import pandas as pd
+import pytest
+
+from rbjax import Env
+from rbjax.rl.train import load
 
 
 def rbjax(*args, check=True):
@@ -48,6 +52,16 @@ def test_cli_train_and_eval_ppo(tmp_path):
                 "--days", "40", "--progress", "0").stdout
     assert "ppo policy, 8 stores x 40 days" in out and "final_net_worth" in out
     assert "24,351" in out or "24350.98" in out                 # beside the best LLM row
+    # continue from the checkpoint (same program: the start policy is always an argument of the compiled run)
+    first, _ = load(tmp_path, Env())
+    more = rbjax("train", "ppo", "--stores", "32", "--rollout-days", "8", "--steps", str(32 * 8 * 24),
+                 "--minibatches", "4", "--hidden", "32", "--days", "40", "--progress", "0", "--init", str(tmp_path),
+                 "--out", str(tmp_path / "more"))
+    assert "24 updates" in more.stdout
+    second, _ = load(tmp_path / "more", Env())
+    assert float(second.globals_.count) == pytest.approx(2 * float(first.globals_.count), rel=1e-3)  # stats went on
+    r = rbjax("train", "ppo", "--hidden", "16", "--init", str(tmp_path), "--steps", "100000", check=False)
+    assert r.returncode != 0 and "hidden=32" in r.stderr
     r = rbjax("eval", "--policy", "ppo", "--stores", "8", "--days", "5", check=False)
     assert r.returncode != 0 and "--checkpoint" in r.stderr
     r = rbjax("eval", "--policy", "ppo", "--checkpoint", str(tmp_path / "missing"), "--days", "5", check=False)

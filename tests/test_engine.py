@@ -23,7 +23,7 @@ def episodes(env, params):
 
 def fixed_world(params, tmin=3, tmax=3):
     world = suppliers.make_world(jax.random.key(7), params)
-    return world.replace(transport_min=jnp.full((J, K), tmin, jnp.int32), transport_max=jnp.full((J, K), tmax, jnp.int32))
+    return world.replace(transport_min=jnp.full((J, K), tmin, jnp.int8), transport_max=jnp.full((J, K), tmax, jnp.int8))
 
 
 def act(state, shelf=(), order=None, price=None):
@@ -249,7 +249,7 @@ def test_supplier_quotes_obey_bands_and_diversity(env, params):
         price, quality = suppliers.daily_quotes(world, params, q, p, cal, jnp.zeros(J))
         return (q, p), (q, p, price, quality)
 
-    zero = jnp.zeros((J, K), jnp.int32)
+    zero = jnp.zeros((J, K), jnp.int8)          # the state's tier dtype
     _, (q, p, price, quality) = jax.lax.scan(day, (zero, zero), jnp.arange(0, 300))
     q, p, price, quality = (np.asarray(x) for x in (q, p, price, quality))
     assert ((q == 6) & (p == 4)).any(-1).all()              # a bad-cheap supplier every day, for every product
@@ -283,3 +283,22 @@ def test_news_effects_within_cap_and_business_duration(env, params):
     business = (mode != 0).sum(1).mean()
     assert 5.0 < business < 8.5      # SIMULATOR.md §3.12: about 6-7 business items active
     assert set(np.unique(np.asarray(remain)[mode != 0])) <= {0, 1, 2, 3, 4, 5}
+
+
+def test_a_store_does_not_depend_on_its_position_in_a_large_batch(env, params):
+    """1,024 stores = 32 copies of 32 seeds: every copy must match the first, record for record.
+
+    Guards an XLA:CPU miscompile: with the review gain written as a float power, stores at positions
+    >= B/3 of a 1,024-store batch read another product's gain from day 3 on, so a swept point's results
+    depended on where it sat in the batch (an (s, S) point scored 89 days alone and 146 in a sweep).
+    """
+    from rbjax.policies import BEST_RATED, SSParams, s_S
+    seeds, copies = 32, 32
+    keys = jnp.concatenate([jax.random.split(jax.random.key(0), seeds)] * copies)
+    policy_params = SSParams.default().replace(supplier=jnp.int32(BEST_RATED))
+    rec, _ = rollout(env, s_S, policy_params, params, keys, days=10, records="full")
+    for name, x in zip(rec.__dataclass_fields__, jax.tree.leaves(rec)):
+        x = np.asarray(x).reshape((copies, seeds) + x.shape[1:])
+        differ = [c for c in range(1, copies) if not np.array_equal(x[c], x[0])]
+        assert not differ, f"DayInfo.{name}: copies {differ[:5]} differ from the first"
+    assert np.asarray(rec.sold).sum() > 0

@@ -81,13 +81,14 @@ def test_decoded_actions_are_always_valid(env, params, funds):
         assert (order[~shelf] == 0).all()                                     # only shelf products are ordered
         assert ((order > 0).sum(-1) <= 1).all()                               # one supplier per product
         cost = (order * np.asarray(obs.quote_price)).sum((-1, -2))
-        assert (cost <= np.maximum(funds - A.FUNDS_RESERVE, 0.0) + 1e-3).all()
+        reserve = min(A.FUNDS_RESERVE, A.RESERVE_SHARE * funds)               # the cash the orders leave
+        assert (cost <= max(funds - reserve, 0.0) + 1e-3).all()
         _, new, reward, _, _, info = step(keys, states, action, params)
         for name in ("invalid_prices", "invalid_orders", "refused_orders", "shelf_refused"):
             assert int(np.asarray(getattr(info, name)).sum()) == 0, name
         np.testing.assert_array_equal(np.asarray(info.ordered), order.sum(-1))   # every decoded unit was placed
-        if funds >= 10_000 and scale == 3.0:
-            assert (order.sum((-1, -2)) > 0).all()                           # the test does exercise ordering
+        if funds > 0 and scale == 3.0:                                        # the test does exercise ordering
+            assert (order.sum((-1, -2)) > 0).all() if funds >= 10_000 else (order.sum((-1, -2)) > 0).any()
         # the per-product rewards add up to the change in net worth plus the rent
         shares = jax.vmap(product_rewards, in_axes=(0, 0, 0, 0, None))(states, new, action, info, params)
         np.testing.assert_allclose(np.asarray(shares.sum(-1)), np.asarray(reward + params.rent), rtol=1e-5, atol=0.05)
@@ -116,7 +117,7 @@ def small_run(env, tmp_path_factory):
     return train_ppo(env, params, ppo.PPOConfig(**SMALL), seed=0, out=out, every=0, verbose=False), params, out
 
 
-def evaluate(env, params, policy_params, hidden, seeds=64):
+def evaluate(env, params, policy_params, hidden, seeds=256):
     keys = jax.random.split(jax.random.key(123), seeds)
     rec, _ = rbjax.rollout(env, ppo.make_policy(env.config.num_suppliers, hidden), policy_params, params, keys,
                            days=SMALL_DAYS, devices=jax.devices()[:1])
@@ -129,7 +130,7 @@ def test_short_ppo_run_improves_return(env, small_run):
     untrained = result.policy_params.replace(net=ppo.init_params(env, config, jax.random.split(jax.random.key(0), 3)[0]))
     before = evaluate(env, params, untrained, config.hidden)
     after = evaluate(env, params, result.policy_params, config.hidden)
-    # same 64 seeds (common random numbers): the trained policy ends richer on average, by more than the
+    # same 256 seeds (common random numbers): the trained policy ends richer on average, by more than the
     # paired noise (3 standard errors of the paired difference)
     diff = after - before
     assert diff.mean() > 3 * diff.std() / np.sqrt(len(diff)), (before.mean(), after.mean())
@@ -156,5 +157,6 @@ def test_checkpoint_round_trip(env, small_run, tmp_path):
 def test_same_seed_same_training(env, small_run):
     result, params, _ = small_run
     train = jax.jit(ppo.make_train(env, result.config))
-    _, metrics = train(jax.random.key(0), params)
+    key = jax.random.key(0)
+    _, metrics = train(key, params, ppo.initial_policy(env, result.config, key))
     np.testing.assert_array_equal(np.asarray(metrics["episode_net_worth"]), result.curve.episode_net_worth.to_numpy())

@@ -11,10 +11,12 @@ Per product the policy picks
   products already on it get ``SHELF_KEEP`` added, so the shelf does not reshuffle on noise alone.
 
 Decoding is valid by construction: prices are finite and positive, the shelf fits, only shelf products
-are ordered, units are whole and under the per-order cap, and lines past the funds (in product order) are
-dropped, so the environment never refuses or clips anything (tested). Orders keep ``FUNDS_RESERVE`` in
-cash: deliveries take 2-7 days, and a store that spends everything cannot pay the rent until they sell
-(5 days of negative funds end the episode).
+are ordered, units are whole and under the per-order cap, and lines past the budget (in product order) are
+dropped, so the environment never refuses or clips anything (tested). The day's budget is the funds less a
+cash reserve (``order_budget``): deliveries take 2-7 days, and a store that spends everything cannot pay
+the rent until they sell (5 days of negative funds end the episode). The reserve is ``FUNDS_RESERVE`` or
+``RESERVE_SHARE`` of the funds, whichever is smaller: with a fixed reserve, a store whose funds fell below it
+could never restock again and died once its shelf ran empty (most PPO deaths were that).
 """
 from __future__ import annotations
 
@@ -33,6 +35,7 @@ COVER_DAYS = (0.0, 2.0, 4.0, 7.0, 10.0, 14.0)
 MAX_UNITS = 15_000
 SHELF_KEEP = 3.0
 FUNDS_RESERVE = 4_000.0
+RESERVE_SHARE = 0.5
 
 
 @struct.dataclass
@@ -97,6 +100,11 @@ def entropy(heads: Heads) -> jax.Array:
             + _categorical_entropy(heads.supplier) + shelf)
 
 
+def order_budget(funds: jax.Array) -> jax.Array:
+    """[] what a day's orders may spend: the funds less min(FUNDS_RESERVE, RESERVE_SHARE x funds), >= 0."""
+    return jnp.maximum(funds - jnp.minimum(FUNDS_RESERVE, RESERVE_SHARE * funds), 0.0)
+
+
 def decode(choice: Choice, obs: Observation) -> Action:
     """A valid ``Action`` from one store's ``choice`` and observation."""
     f = obs.prices.dtype
@@ -117,7 +125,7 @@ def decode(choice: Choice, obs: Observation) -> Action:
     line = jnp.arange(K) == choice.supplier[:, None]                        # [J, K]
     cost = units * jnp.sum(jnp.where(line, obs.quote_price, 0.0), -1)
     # affordable in product order, with a margin so float rounding never makes the env refuse a line
-    units = jnp.where(jnp.cumsum(cost) <= (obs.funds - FUNDS_RESERVE) * (1.0 - 1e-5), units, 0.0)
+    units = jnp.where(jnp.cumsum(cost) <= order_budget(obs.funds) * (1.0 - 1e-5), units, 0.0)
     order = jnp.where(line, units[:, None], 0.0).astype(f)
     return Action(price=price.astype(f), shelf=shelf, order=order,
                   set_price=((move != 0) | historic) & (price != obs.prices))

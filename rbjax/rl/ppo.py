@@ -128,9 +128,18 @@ def init_params(env: Env, config: PPOConfig, key: jax.Array):
     return network(env.config.num_suppliers, config.hidden).init(key, jnp.zeros((J, F)), jnp.zeros(G))
 
 
+def initial_policy(env: Env, config: PPOConfig, key: jax.Array) -> PPOPolicyParams:
+    """The untrained policy ``train(key, ...)`` starts from when given no ``init`` (fresh weights, empty
+    statistics)."""
+    F, G = feature_sizes(env.config.num_suppliers)
+    return PPOPolicyParams(net=init_params(env, config, jax.random.split(key, 3)[0]), products=RunningStats.zeros(F),
+                           globals_=RunningStats.zeros(G), greedy=jnp.asarray(False))
+
+
 def make_train(env: Env, config: PPOConfig, progress: Callable | None = None):
-    """Returns ``train(key, env_params) -> (Runner, metrics)``; jit it (or vmap it over keys or params).
-    metrics: dict of [num_updates] arrays.
+    """Returns ``train(key, env_params, init=None) -> (Runner, metrics)``; jit it (or vmap it over keys or
+    params). metrics: dict of [num_updates] arrays. ``init``: a trained ``PPOPolicyParams`` to continue from
+    (its weights and observation statistics; the optimiser and the return scale start afresh).
 
     progress: optional host callback ``progress(update_index, metrics_of_that_update)`` (jax.debug.callback;
     a program with a host callback is not kept in JAX's persistent compilation cache).
@@ -239,15 +248,15 @@ def make_train(env: Env, config: PPOConfig, progress: Callable | None = None):
             **jax.tree.map(jnp.mean, aux))
         return runner, metrics
 
-    def train(key: jax.Array, env_params: EnvParams):
-        k_net, k_reset, k_run = jax.random.split(key, 3)
-        params = init_params(env, config, k_net)
+    def train(key: jax.Array, env_params: EnvParams, init: PPOPolicyParams | None = None):
+        _, k_reset, k_run = jax.random.split(key, 3)
+        init = initial_policy(env, config, key) if init is None else init
         tx = optax.apply_if_finite(optax.chain(optax.clip_by_global_norm(config.max_grad_norm),
                                                optax.adam(lr, eps=1e-5)), max_consecutive_errors=1_000_000)
         obs, state = reset(jax.random.split(k_reset, B), env_params)
         f = env.config.float_dtype
-        runner = Runner(train=TrainState.create(apply_fn=net.apply, params=params, tx=tx),
-                        obs_products=RunningStats.zeros(F), obs_globals=RunningStats.zeros(G),
+        runner = Runner(train=TrainState.create(apply_fn=net.apply, params=init.net, tx=tx),
+                        obs_products=init.products, obs_globals=init.globals_,
                         returns=RunningStats.zeros(1), ret_acc=jnp.zeros((B, env.config.num_products), f), obs=obs, state=state, pool=(obs, state),
                         key=k_run)
 

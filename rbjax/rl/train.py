@@ -40,20 +40,27 @@ class TrainResult:
 
 
 def train_ppo(env: Env, env_params: EnvParams, config: ppo.PPOConfig, seed: int = 0, out: str | Path | None = None,
-              every: int = 10, verbose: bool = True) -> TrainResult:
+              every: int = 10, verbose: bool = True, init: ppo.PPOPolicyParams | None = None) -> TrainResult:
     """Compile and run ``ppo.make_train`` (one jit), print progress every ``every`` updates (0: no progress
-    callback, which lets JAX's persistent cache keep the compiled program), save to ``out``."""
+    callback, which lets JAX's persistent cache keep the compiled program), save to ``out``.
+    ``init``: policy params to continue training from (``load`` a checkpoint; same ``hidden`` size)."""
     printer = (lambda line: print(line, file=sys.stderr, flush=True)) if verbose else (lambda line: None)
     log = ppo.ProgressLog(config, every=max(every, 1), printer=printer)
     train = jax.jit(ppo.make_train(env, config, progress=log if every > 0 else None))
     key = jax.random.key(seed)
     start = time.perf_counter()
-    compiled = train.lower(key, env_params).compile()
+    fresh = ppo.initial_policy(env, config, key)   # always passed: one compiled program with or without init
+    if init is None:
+        init = fresh
+    elif jax.tree.map(jnp.shape, init.net) != jax.tree.map(jnp.shape, fresh.net):
+        raise ValueError(f"init: the checkpoint's network does not match hidden={config.hidden}")
+    init = init.replace(greedy=jnp.asarray(False))
+    compiled = train.lower(key, env_params, init).compile()
     compile_s = time.perf_counter() - start
     printer(f"ppo: compiled in {compile_s:.0f} s; {config.num_updates} updates of "
             f"{config.num_envs} stores x {config.num_steps} days")
     log.start = start = time.perf_counter()
-    runner, metrics = compiled(key, env_params)
+    runner, metrics = compiled(key, env_params, init)
     jax.block_until_ready(metrics)
     train_s = time.perf_counter() - start
     curve = pd.DataFrame({k: np.asarray(v) for k, v in metrics.items()})
