@@ -40,3 +40,19 @@ def test_bench_quick_writes_its_tables(tmp_path):
     modules = pd.read_csv(tmp_path / "modules.csv")
     assert {"deliver", "category demand", "observe"} <= set(modules.module) and np.isfinite(modules.ms).all()
     assert (tmp_path / "bench.png").exists()
+
+
+def test_importing_rbjax_turns_off_the_miscompiling_cpu_fusions():
+    """rbjax.devices.guard_cpu_compiler: the YNNPACK flag on the affected jaxlib versions, none with
+    RBJAX_KEEP_YNN=1, and the user's own XLA_FLAGS setting wins."""
+    import os
+    from rbjax import devices
+    probe = "import os, rbjax; print(os.environ.get('XLA_FLAGS', ''))"
+    base = {k: v for k, v in os.environ.items() if k not in ("XLA_FLAGS", devices.KEEP_YNN)}
+    run = lambda **extra: subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True,
+                                         env={**base, **extra}).stdout.split()
+    affected = devices.YNN_VERSIONS[0] <= devices._jaxlib_version() < devices.YNN_VERSIONS[1]
+    assert (devices.YNN_FLAG in run()) == affected
+    assert devices.YNN_FLAG not in run(RBJAX_KEEP_YNN="1")
+    assert run(XLA_FLAGS="--xla_cpu_experimental_ynn_fusion_type=ynn_reduce") == [
+        "--xla_cpu_experimental_ynn_fusion_type=ynn_reduce"]
