@@ -12,7 +12,7 @@ import numpy as np
 
 from rbjax import demand, history, inventory, news, orders, reviews, rng, supplier_log, suppliers
 from rbjax.config import EnvConfig
-from rbjax.ops import fsum
+from rbjax.ops import fsum, materialize
 from rbjax.data.catalog import Catalog, load_catalog
 from rbjax.params import EnvParams, World, check_params, default_params
 from rbjax.state import Action, DayInfo, EnvState, Observation, Privileged
@@ -128,7 +128,7 @@ class Env:
         line_cost = units.astype(f) * s.quote_price
         accepted, spent = orders.accept_by_funds(line_cost, s.funds, action.order_rank)
         refused = jnp.sum((units > 0) & ~accepted, dtype=jnp.int32)
-        units = jnp.where(accepted, units, 0)
+        units, = materialize(jnp.where(accepted, units, 0))
         funds = s.funds - spent
         pend_qty, pend_cost, pend_quality, lead = orders.place(
             k_lead, units, s.quote_price, s.quote_quality, world.transport_min, world.transport_max, cal,
@@ -152,9 +152,9 @@ class Env:
         wanted = wanted.astype(jnp.int32)
         sold = jnp.minimum(wanted, on_hand)
         stockout = wanted > on_hand
-        taken = inventory.take_fifo(lot_store, s.lot_arrival, sold)
-        returned, n_reviews, star_sum = reviews.returns_and_reviews(
-            k_reviews, taken.astype(f), s.lot_quality, params.review_ratio)
+        taken, = materialize(inventory.take_fifo(lot_store, s.lot_arrival, sold))
+        returned, n_reviews, star_sum = materialize(*reviews.returns_and_reviews(
+            k_reviews, taken.astype(f), s.lot_quality, params.review_ratio))   # sampled once, not per supplier
         log = supplier_log.update(s.supplier_log, supplier_log.sold_by_supplier(taken, s.lot_supplier, cfg.num_suppliers),
                                   returned, n_reviews, star_sum)
         returned = returned.astype(jnp.int32)

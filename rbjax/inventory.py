@@ -51,8 +51,11 @@ def admit_waiting(lot_store, lot_wait, lot_arrival, capacity):
 
 def take_fifo(lot_store: jax.Array, lot_arrival: jax.Array, sold: jax.Array) -> jax.Array:
     """[J, C] units taken from each lot to sell ``sold`` [J] units, oldest lot first."""
-    older = lot_arrival[:, None, :] < lot_arrival[:, :, None]          # [J, C(me), C(other)]
-    before = fsum(jnp.where(older, lot_store[:, None, :], 0), -1)
+    # one [J, C] pass per other lot (C is small): a [J, C, C] comparison gets a slow transposed layout on CPU
+    before = jnp.zeros_like(lot_store)
+    for other in range(lot_store.shape[-1]):
+        older = lot_arrival[:, other:other + 1] < lot_arrival
+        before = before + jnp.where(older, lot_store[:, other:other + 1], 0)
     return jnp.clip(sold[:, None] - before, 0, lot_store)
 
 

@@ -1,4 +1,5 @@
-"""Small reductions written as explicit adds.
+"""Two ways of steering XLA on CPU: small reductions written as explicit adds (``fsum``), and arrays
+computed once before their consumers (``materialize``).
 
 XLA on CPU may sum an axis in a different order for different batch sizes, so a vmapped float
 reduction can change in its last bit when the batch is split over devices. ``fsum`` adds the slices
@@ -18,3 +19,22 @@ def fsum(x: jax.Array, axis: int = -1) -> jax.Array:
     for i in range(1, x.shape[0]):
         total = total + x[i]
     return total
+
+
+
+def materialize(*arrays: jax.Array) -> jax.Array:
+    """The [len(arrays), *shape] stack of same-shaped arrays, computed once into memory.
+
+    XLA:CPU fuses cheap elementwise producers into every consumer, so a sampler read by a broadcasting
+    consumer (e.g. [J] counts spread over [J, K] supplier records) is recomputed for every element of
+    it. ``lax.optimization_barrier`` does not stop this on CPU (the pipeline drops barriers before
+    fusion), but XLA never fuses operands into a concatenate along a minor axis of 128 or more
+    elements. So the arrays are joined that way and reshaped; use rows of the result, not the inputs.
+    """
+    shape, n = arrays[0].shape, len(arrays)
+    # two operands at least: XLA replaces a slice that covers exactly one concatenate operand by that operand
+    flat = [a.reshape(-1) for a in arrays] * (2 if n == 1 else 1)
+    pad = max(0, 128 - sum(f.shape[0] for f in flat))
+    joined = jnp.concatenate(flat + [jnp.zeros(pad, flat[0].dtype)] * bool(pad))
+    m = len(flat)
+    return joined[:m * flat[0].shape[0]].reshape((m,) + shape)[:n]

@@ -14,6 +14,7 @@ import jax
 import jax.numpy as jnp
 
 from rbjax import rng
+from rbjax.ops import materialize
 
 
 def sanitize(order: jax.Array, max_units: jax.Array):
@@ -75,7 +76,7 @@ def place(key, units, quote_price, quote_quality, transport_min, transport_max, 
     units: [J, K] accepted units; pend_*: [D, J] ring over arrival day (c % D).
     """
     D, K = pend_qty.shape[0], units.shape[-1]
-    lead = rng.randint(key, transport_min, transport_max)
+    lead, = materialize(rng.randint(key, transport_min, transport_max))   # drawn once, read D * K times
     slot = (cal_day + lead) % D                                            # [J, K]
     u = units.astype(quote_price.dtype)
     lines = (u, u * quote_price, u * quote_quality)

@@ -13,6 +13,7 @@ import jax.numpy as jnp
 from jax.scipy.special import ndtr, ndtri
 
 from rbjax import rng
+from rbjax.ops import materialize
 from rbjax.params import EnvParams, World
 
 BEST_QUALITY, WORST_QUALITY, CHEAPEST_PRICE = 0, 6, 4
@@ -81,7 +82,8 @@ def update_tiers(world: World, params: EnvParams, quality_tier, price_tier, cal_
     best_price = rng.randint(k_best_price, jnp.zeros((J,), jnp.int32), jnp.full((J,), 4)).astype(jnp.int32)
     q = jnp.where(force_best, BEST_QUALITY, q)
     p = jnp.where(force_best, best_price[:, None], p)
-    return q.astype(jnp.int8), p.astype(jnp.int8)
+    q, p = materialize(q.astype(jnp.int8), p.astype(jnp.int8))   # computed once, not inside each consumer
+    return q, p
 
 
 def daily_quotes(world: World, params: EnvParams, quality_tier, price_tier, cal_day, supply_effect):

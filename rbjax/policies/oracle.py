@@ -48,15 +48,16 @@ def shelf_plan(params: OracleParams, obs: Observation):
     J = obs.category.shape[0]
     idx = jnp.arange(J)
     profit, cat = obs.history_profit, obs.category
-    # elementwise passes over product i (rolled: cheap to compile, and each pass is a whole batch's work)
-    def ranked(i, rank):
+    # unrolled sums over product i: XLA fuses each into one elementwise pass (a rolled loop pays per trip)
+    rank = jnp.zeros(J, jnp.int32)                                                          # 0 = best
+    for i in range(J):
         before = (profit[i] > profit) | ((profit[i] == profit) & (i < idx))
-        return rank + ((cat[i] == cat) & before)
-    rank = jax.lax.fori_loop(0, J, ranked, jnp.zeros(J, jnp.int32))                        # 0 = best
+        rank = rank + ((cat[i] == cat) & before)
     candidate = rank < params.products_per_category
     shelf_key = rank * J + cat                                                              # unique per candidate
-    position = jax.lax.fori_loop(0, J, lambda i, pos: pos + (candidate[i] & (shelf_key[i] < shelf_key)),
-                                 jnp.zeros(J, jnp.int32))
+    position = jnp.zeros(J, jnp.int32)
+    for i in range(J):
+        position = position + (candidate[i] & (shelf_key[i] < shelf_key))
     return candidate & (position < obs.shelf_capacity), position
 
 
@@ -76,18 +77,21 @@ def price_and_demand(sales_price: jax.Array, sales_units: jax.Array, cost: jax.A
     W = sales_price.shape[0]
     units = sales_units.astype(sales_price.dtype)
     valid = (jnp.arange(W)[:, None] >= W - window) & (sales_units > 0)                    # [W, J]
-    units = jnp.where(valid, units, 0.0)
-    other = jnp.where(valid, sales_price, jnp.nan)                                       # NaN equals nothing
-    # all pairs (a, b) of rows with equal prices, as W elementwise passes over b: XLA on CPU runs these ~9x
-    # faster than one [W, W, J] reduction
-    def add_row(b, acc):
-        same = (sales_price == other[b]).astype(sales_price.dtype)                      # [W, J] rows a vs row b
-        return acc[0] + same, acc[1] + same * units[b]
-    zero = jnp.zeros_like(sales_price)
-    count, total = jax.lax.fori_loop(0, W, add_row, (zero, zero))
+    other = jnp.where(valid, sales_price, jnp.nan)            # NaN equals nothing: invalid rows b never count
+    # all pairs (a, b) of rows with equal prices, as one unrolled sum over b: XLA fuses it into a single pass
+    # over [W, J] (a [W, W, J] reduction or a rolled loop over b is several times slower on CPU). The sums
+    # are of small integers, so exact in any order.
+    count, total = jnp.zeros_like(sales_price), jnp.zeros_like(sales_price)
+    for b in range(W):
+        same = sales_price == other[b]                                                  # [W, J] rows a vs row b
+        count = count + same
+        total = total + jnp.where(same, units[b], 0.0)
     mean_units = total / jnp.maximum(count, 1.0)
     profit = jnp.where(valid, (sales_price - cost) * mean_units, -jnp.inf)
-    best = jnp.argmax(profit, axis=0)                                                      # first maximum
+    best, top = jnp.zeros(profit.shape[1:], jnp.int32), profit[0]
+    for w in range(1, W):     # first maximum; unrolled compares beat XLA's (value, index) reduction on CPU
+        better = profit[w] > top
+        best, top = jnp.where(better, w, best), jnp.where(better, profit[w], top)
     pick = lambda x: jnp.take_along_axis(x, best[None], 0)[0]
     has = valid.any(0)
     return pick(sales_price), jnp.where(has, pick(mean_units), 0.0), has
