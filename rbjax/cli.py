@@ -177,6 +177,15 @@ def _common(p, days=180) -> None:
     p.add_argument("--data", default=None, help="catalogue folder (default: the shipped data/hard_v2)")
 
 
+def _use_compilation_cache(folder: str | None) -> None:
+    """Point JAX's persistent compilation cache at ``folder`` (see ``--cache``)."""
+    import jax
+    folder = folder or os.environ.get("JAX_COMPILATION_CACHE_DIR") or os.path.join(
+        os.path.expanduser("~"), ".cache", "rbjax", "xla")
+    if folder.lower() != "none":
+        jax.config.update("jax_compilation_cache_dir", folder)
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(prog="rbjax", description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     sub = ap.add_subparsers(dest="command", required=True)
@@ -233,7 +242,13 @@ def main(argv=None) -> None:
     p.set_defaults(func=_bench)
     ap.add_argument("--devices", type=int, default=None,
                     help="CPU devices to split the host into (default: one per core; 1 disables sharding)")
+    ap.add_argument("--cache", default=None, metavar="DIR",
+                    help="persistent XLA compilation cache, so a repeated command skips compilation (default: "
+                         "$JAX_COMPILATION_CACHE_DIR, else ~/.cache/rbjax/xla; 'none' turns it off; bench never "
+                         "uses it, as it times compilation)")
     args = ap.parse_args(argv)
+    if args.func is not _bench:
+        _use_compilation_cache(args.cache)
     from rbjax.devices import split_cpu
     try:
         if args.func is not _train:   # training is one jit on one device: keep XLA's multi-threaded kernels

@@ -66,3 +66,19 @@ def test_cli_train_and_eval_ppo(tmp_path):
     assert r.returncode != 0 and "--checkpoint" in r.stderr
     r = rbjax("eval", "--policy", "ppo", "--checkpoint", str(tmp_path / "missing"), "--days", "5", check=False)
     assert r.returncode != 0 and "not a PPO checkpoint" in r.stderr
+
+
+def test_cli_points_the_compilation_cache_at_its_folder(tmp_path, monkeypatch):
+    import jax
+    from rbjax.cli import _use_compilation_cache
+    before = jax.config.jax_compilation_cache_dir
+    try:
+        _use_compilation_cache(str(tmp_path / "a"))
+        assert jax.config.jax_compilation_cache_dir == str(tmp_path / "a")
+        monkeypatch.setenv("JAX_COMPILATION_CACHE_DIR", str(tmp_path / "b"))
+        _use_compilation_cache(None)
+        assert jax.config.jax_compilation_cache_dir == str(tmp_path / "b")
+        _use_compilation_cache("none")     # off: the setting is left alone
+        assert jax.config.jax_compilation_cache_dir == str(tmp_path / "b")
+    finally:
+        jax.config.update("jax_compilation_cache_dir", before)
