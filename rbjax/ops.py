@@ -32,6 +32,9 @@ def materialize(*arrays: jax.Array) -> jax.Array:
     elements. So the arrays are joined that way and reshaped; use rows of the result, not the inputs.
     """
     shape, n = arrays[0].shape, len(arrays)
+    if any(a.shape != shape or a.dtype != arrays[0].dtype for a in arrays):
+        raise ValueError(f"materialize needs arrays of one shape and dtype, got "
+                         f"{[(tuple(a.shape), str(a.dtype)) for a in arrays]}")
     # two operands at least: XLA replaces a slice that covers exactly one concatenate operand by that operand
     flat = [a.reshape(-1) for a in arrays] * (2 if n == 1 else 1)
     pad = max(0, 128 - sum(f.shape[0] for f in flat))

@@ -4,6 +4,7 @@ import re
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 
 from rbjax.ops import fsum, materialize
 from rbjax.rng import _mix
@@ -18,6 +19,13 @@ def test_materialize_returns_the_same_arrays():
     assert out.shape == (3, 96)
     for got, want in zip(out, (a, b, c)):
         assert np.array_equal(got, want)
+
+
+def test_materialize_names_mismatched_inputs():
+    with pytest.raises(ValueError, match="one shape and dtype"):
+        materialize(jnp.zeros(3), jnp.zeros(4))
+    with pytest.raises(ValueError, match="one shape and dtype"):
+        materialize(jnp.zeros(3, jnp.int32), jnp.zeros(3, jnp.float32))
 
 
 def _hash_work(use_materialize: bool) -> int:
