@@ -102,25 +102,36 @@ import json, sys, jax, numpy as np
 jax.config.update("jax_enable_x64", True)
 import rbjax
 from rbjax.config import EnvConfig
+from rbjax.bench import DRIFT_COUNTS, drift_summary
 from rbjax.policies import oracle, OracleParams
 cat = rbjax.load_catalog()
-COUNTS = ("sold", "returned", "expired", "stockouts", "order_lines", "refused_orders")
 out = {}
 for f64 in (False, True):
     env = rbjax.Env(EnvConfig.from_catalog(cat, float64=f64), cat)
     rec, _ = rbjax.rollout(env, oracle, OracleParams.default(), env.default_params(),
                            jax.random.split(jax.random.key(0), int(sys.argv[1])), days=int(sys.argv[2]))
-    out[f64] = {k: np.asarray(getattr(rec, k), np.float64) for k in ("funds", "net_worth") + COUNTS}
-# a store's two runs follow the same path while every count agrees; after a differing draw they diverge
-same = np.all([out[False][k] == out[True][k] for k in COUNTS], axis=0)           # [stores, days]
-first = np.where(same.all(1), int(sys.argv[2]), np.argmin(same, 1))
-err = {k: np.abs(out[False][k] - out[True][k]) for k in ("funds", "net_worth")}
-res = {k: float(err[k].max()) for k in err} | {"net_worth_scale": float(np.abs(out[True]["net_worth"]).max())}
-res |= {f"{k}_same_path": float(max((err[k][s, :first[s]].max() for s in range(len(first)) if first[s] > 0),
-                                     default=0.0)) for k in err}
-res |= {"same_path_stores": int((first == int(sys.argv[2])).sum()), "median_first_split_day": float(np.median(first))}
-print(json.dumps(res))
+    out[f64] = {k: np.asarray(getattr(rec, k), np.float64) for k in ("funds", "net_worth") + DRIFT_COUNTS}
+print(json.dumps(drift_summary(out[False], out[True])))
 """
+
+DRIFT_COUNTS = ("sold", "returned", "expired", "stockouts", "order_lines", "refused_orders")
+
+
+def drift_summary(f32: dict, f64: dict) -> dict:
+    """Funds and net-worth drift between two runs' [stores, days] records (dicts of arrays).
+
+    A store's runs follow the same path while every count in ``DRIFT_COUNTS`` agrees; after one differing
+    draw they diverge. ``*_same_path``: the max drift over each store's days before its first differing
+    count, i.e. accounting rounding alone. ``median_first_split_day``: days when a store never splits.
+    """
+    same = np.all([f32[k] == f64[k] for k in DRIFT_COUNTS], axis=0)                  # [stores, days]
+    days = same.shape[1]
+    first = np.where(same.all(1), days, np.argmin(same, 1))
+    err = {k: np.abs(f32[k] - f64[k]) for k in ("funds", "net_worth")}
+    res = {k: float(e.max()) for k, e in err.items()} | {"net_worth_scale": float(np.abs(f64["net_worth"]).max())}
+    before_split = np.arange(days)[None, :] < first[:, None]
+    res |= {f"{k}_same_path": float(np.where(before_split, e, 0.0).max()) for k, e in err.items()}
+    return res | {"same_path_stores": int((first == days).sum()), "median_first_split_day": float(np.median(first))}
 
 
 def drift(stores: int, days: int) -> dict:

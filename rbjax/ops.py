@@ -21,9 +21,8 @@ def fsum(x: jax.Array, axis: int = -1) -> jax.Array:
     return total
 
 
-
 def materialize(*arrays: jax.Array) -> jax.Array:
-    """The [len(arrays), *shape] stack of same-shaped arrays, computed once into memory.
+    """The [len(arrays), *shape] stack of same-shaped arrays (in their promoted dtype), computed once.
 
     XLA:CPU fuses cheap elementwise producers into every consumer, so a sampler read by a broadcasting
     consumer (e.g. [J] counts spread over [J, K] supplier records) is recomputed for every element of
@@ -32,11 +31,11 @@ def materialize(*arrays: jax.Array) -> jax.Array:
     elements. So the arrays are joined that way and reshaped; use rows of the result, not the inputs.
     """
     shape, n = arrays[0].shape, len(arrays)
-    if any(a.shape != shape or a.dtype != arrays[0].dtype for a in arrays):
-        raise ValueError(f"materialize needs arrays of one shape and dtype, got "
-                         f"{[(tuple(a.shape), str(a.dtype)) for a in arrays]}")
+    if any(a.shape != shape for a in arrays):
+        raise ValueError(f"materialize needs arrays of one shape, got {[tuple(a.shape) for a in arrays]}")
+    dtype = jnp.result_type(*arrays)
     # two operands at least: XLA replaces a slice that covers exactly one concatenate operand by that operand
-    flat = [a.reshape(-1) for a in arrays] * (2 if n == 1 else 1)
+    flat = [a.reshape(-1).astype(dtype) for a in arrays] * (2 if n == 1 else 1)
     pad = max(0, 128 - sum(f.shape[0] for f in flat))
     joined = jnp.concatenate(flat + [jnp.zeros(pad, flat[0].dtype)] * bool(pad))
     m = len(flat)

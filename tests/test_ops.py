@@ -21,11 +21,11 @@ def test_materialize_returns_the_same_arrays():
         assert np.array_equal(got, want)
 
 
-def test_materialize_names_mismatched_inputs():
-    with pytest.raises(ValueError, match="one shape and dtype"):
+def test_materialize_names_mismatched_shapes_and_promotes_dtypes():
+    with pytest.raises(ValueError, match="one shape"):
         materialize(jnp.zeros(3), jnp.zeros(4))
-    with pytest.raises(ValueError, match="one shape and dtype"):
-        materialize(jnp.zeros(3, jnp.int32), jnp.zeros(3, jnp.float32))
+    out = materialize(jnp.arange(3, dtype=jnp.int32), jnp.full(3, 0.5, jnp.float32))
+    assert out.dtype == jnp.float32 and np.array_equal(out, [[0, 1, 2], [0.5, 0.5, 0.5]])
 
 
 def _hash_work(use_materialize: bool) -> int:

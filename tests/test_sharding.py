@@ -56,3 +56,40 @@ def test_importing_rbjax_turns_off_the_miscompiling_cpu_fusions():
     assert devices.YNN_FLAG not in run(RBJAX_KEEP_YNN="1")
     assert run(XLA_FLAGS="--xla_cpu_experimental_ynn_fusion_type=ynn_reduce") == [
         "--xla_cpu_experimental_ynn_fusion_type=ynn_reduce"]
+
+
+def test_drift_summary_separates_rounding_from_diverged_paths():
+    from rbjax.bench import DRIFT_COUNTS, drift_summary
+    zeros = np.zeros((2, 4))
+    f64 = {k: zeros.copy() for k in DRIFT_COUNTS} | {"funds": np.full((2, 4), 100.0), "net_worth": np.full((2, 4), 200.0)}
+    f32 = {k: v.copy() for k, v in f64.items()}
+    f32["funds"][:, :] += 0.5            # rounding on every day of both stores
+    f32["sold"][1, 2] = 1                # store 1 draws differently on day 2 ...
+    f32["funds"][1, 2:] += 50.0          # ... and diverges from there
+    res = drift_summary(f32, f64)
+    assert res["funds"] == 50.5 and res["funds_same_path"] == 0.5
+    assert res["net_worth"] == 0.0 and res["net_worth_same_path"] == 0.0
+    assert res["same_path_stores"] == 1 and res["median_first_split_day"] == 3.0   # days 4 and 2
+
+
+FLOAT64 = """
+import jax, numpy as np
+jax.config.update("jax_enable_x64", True)
+import rbjax
+from rbjax.config import EnvConfig
+from rbjax.policies import oracle, OracleParams
+cat = rbjax.load_catalog()
+env = rbjax.Env(EnvConfig.from_catalog(cat, float64=True), cat)
+rec, state = rbjax.rollout(env, oracle, OracleParams.default(), env.default_params(),
+                           jax.random.split(jax.random.key(0), 2), days=3, devices=jax.devices()[:1])
+assert state.funds.dtype == np.float64 and np.isfinite(np.asarray(rec.net_worth)).all()
+assert int(np.asarray(rec.sold).sum()) > 0
+print("float64 ok")
+"""
+
+
+def test_float64_engine_runs():
+    """The float64 option (``EnvConfig(float64=True)`` with x64 on), which the bench's drift run uses."""
+    out = subprocess.run([sys.executable, "-c", FLOAT64], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert "float64 ok" in out.stdout
