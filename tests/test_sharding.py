@@ -23,10 +23,15 @@ print("identical")
 """
 
 
-def test_sharded_rollout_equals_single_device():
-    out = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True)
+def _run_script(script: str, done: str) -> None:
+    """Run ``script`` in a fresh Python (its own JAX configuration); it must print ``done``."""
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr[-3000:]
-    assert "identical" in out.stdout
+    assert done in out.stdout
+
+
+def test_sharded_rollout_equals_single_device():
+    _run_script(SCRIPT, "identical")
 
 
 def test_bench_quick_writes_its_tables(tmp_path):
@@ -90,6 +95,4 @@ print("float64 ok")
 
 def test_float64_engine_runs():
     """The float64 option (``EnvConfig(float64=True)`` with x64 on), which the bench's drift run uses."""
-    out = subprocess.run([sys.executable, "-c", FLOAT64], capture_output=True, text=True)
-    assert out.returncode == 0, out.stderr[-3000:]
-    assert "float64 ok" in out.stdout
+    _run_script(FLOAT64, "float64 ok")
