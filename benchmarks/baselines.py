@@ -19,7 +19,8 @@ import numpy as np
 import pandas as pd
 
 import rbjax
-from rbjax import metrics, paper, policies
+from rbjax import policies
+from rbjax.runners import metrics, paper
 from rbjax.rl import ppo
 from rbjax.rl.train import load
 

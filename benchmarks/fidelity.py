@@ -14,8 +14,10 @@ import time
 import jax
 import numpy as np
 
-from rbjax import Env, EnvConfig, load_catalog, metrics, paper, rollout
-from rbjax.plots import plot_net_worth
+from rbjax import Env, EnvConfig, load_catalog
+
+from rbjax.runners import metrics, paper, rollout
+from rbjax.runners.plots import plot_net_worth
 from rbjax.policies import OracleParams, oracle
 
 OUT = os.path.join(os.path.dirname(__file__), "out")

@@ -1,5 +1,5 @@
 """rbjax: the RetailBench supermarket as a vectorised, JIT-compiled JAX engine."""
-from rbjax.devices import guard_cpu_compiler
+from rbjax.perf.devices import guard_cpu_compiler
 
 guard_cpu_compiler()   # before any JAX computation: see rbjax.devices
 
@@ -7,10 +7,12 @@ from rbjax.config import EnvConfig
 from rbjax.data import Catalog, CatalogError, load_catalog
 from rbjax.env import Env
 from rbjax.params import EnvParams, World
-from rbjax.rollout import rollout
+from rbjax.runners.rollout import rollout
 from rbjax.state import Action, EnvState, Observation
-from rbjax.sweep import SweepResult, grid, sweep
-from rbjax import devices, metrics, policies
+from rbjax.runners.sweep import SweepResult, grid, sweep
+from rbjax import policies
+from rbjax.perf import devices
+from rbjax.runners import metrics
 
 __all__ = ["Action", "Catalog", "CatalogError", "Env", "EnvConfig", "EnvParams", "EnvState", "Observation", "World",
            "SweepResult", "devices", "grid", "load_catalog", "metrics", "policies", "rollout", "sweep"]

@@ -66,8 +66,8 @@ def _info(args) -> None:
 def _run(args) -> None:
     import jax
 
-    from rbjax import metrics, paper
-    from rbjax.rollout import rollout
+    from rbjax.runners import metrics, paper
+    from rbjax.runners.rollout import rollout
 
     env, params = _env(args)
     policy, policy_params = _policy(args, env)
@@ -84,7 +84,7 @@ def _run(args) -> None:
         os.makedirs(args.out, exist_ok=True)
         table.to_csv(os.path.join(args.out, f"{args.policy}_stores.csv"), index_label="store")
         if args.policy == "oracle":
-            from rbjax.plots import plot_net_worth
+            from rbjax.runners.plots import plot_net_worth
             fig = plot_net_worth(metrics.net_worth_paths(rec, float(params.initial_funds)), paper.ORACLE_NET_WORTH)
             fig.savefig(os.path.join(args.out, "oracle_net_worth.png"), dpi=120)
         print(f"wrote {args.out}")
@@ -99,7 +99,7 @@ def _parse_values(text: str, flag: str) -> list:
 
 
 def _sweep(args) -> None:
-    from rbjax.sweep import grid, sweep
+    from rbjax.runners.sweep import grid, sweep
 
     env, params = _env(args)
     policy, policy_params = _policy(args, env)
@@ -130,7 +130,7 @@ def _sweep(args) -> None:
 def _bench(args) -> None:
     from pathlib import Path
 
-    from rbjax import bench
+    from rbjax.perf import bench
     n = len(__import__("jax").devices())
     if args.quick:   # a smoke test: one policy, one batch, no float64 run
         policies, batches, days, counts, module_batch, drift = ["null"], [2], 2, [n], 2, None
@@ -249,7 +249,7 @@ def main(argv=None) -> None:
     args = ap.parse_args(argv)
     if args.func is not _bench:
         _use_compilation_cache(args.cache)
-    from rbjax.devices import split_cpu
+    from rbjax.perf.devices import split_cpu
     try:
         if args.func is not _train:   # training is one jit on one device: keep XLA's multi-threaded kernels
             split_cpu(args.devices)

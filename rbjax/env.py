@@ -10,9 +10,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from rbjax import demand, history, inventory, news, orders, reviews, rng, supplier_log, suppliers
+from rbjax.kernels import rng
+
+from rbjax.model import demand, preopening as history, inventory, news, orders, reviews, supplier_log, suppliers
 from rbjax.config import EnvConfig
-from rbjax.ops import fsum, materialize
+from rbjax.kernels.xla import fsum, materialize
 from rbjax.data.catalog import Catalog, load_catalog
 from rbjax.params import EnvParams, World, check_params, default_params
 from rbjax.state import Action, DayInfo, EnvState, Observation, Privileged

@@ -5,9 +5,9 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from rbjax import demand, news, reviews, suppliers
+from rbjax.model import demand, news, reviews, suppliers
 from rbjax.policies import RandomParams, random_policy
-from rbjax.rollout import rollout
+from rbjax.runners.rollout import rollout
 from rbjax.state import Action
 
 J, K = 96, 5

@@ -5,9 +5,9 @@ import numpy as np
 import pytest
 
 import rbjax
-from rbjax import metrics
+from rbjax.runners import metrics
 from rbjax.policies import BaseStockParams, base_stock, null_policy
-from rbjax.rollout import DaySummary
+from rbjax.runners.rollout import DaySummary
 
 
 def _records():

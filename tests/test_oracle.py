@@ -4,10 +4,12 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from rbjax import metrics, orders
+from rbjax.model import orders
+
+from rbjax.runners import metrics
 from rbjax.policies import OracleParams, oracle
 from rbjax.policies.oracle import best_supplier, order_quantity, price_and_demand, shelf_plan
-from rbjax.rollout import rollout
+from rbjax.runners.rollout import rollout
 from rbjax.state import Action
 
 P = OracleParams.default()

@@ -4,7 +4,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from rbjax import rng
+from rbjax.kernels import rng
 
 N_SAMPLES = 200_000
 

@@ -51,7 +51,7 @@ def test_importing_rbjax_turns_off_the_miscompiling_cpu_fusions():
     """rbjax.devices.guard_cpu_compiler: the YNNPACK flag on the affected jaxlib versions, none with
     RBJAX_KEEP_YNN=1, and the user's own XLA_FLAGS setting wins."""
     import os
-    from rbjax import devices
+    from rbjax.perf import devices
     probe = "import os, rbjax; print(os.environ.get('XLA_FLAGS', ''))"
     base = {k: v for k, v in os.environ.items() if k not in ("XLA_FLAGS", devices.KEEP_YNN)}
     run = lambda **extra: subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True,
@@ -64,7 +64,7 @@ def test_importing_rbjax_turns_off_the_miscompiling_cpu_fusions():
 
 
 def test_drift_summary_separates_rounding_from_diverged_paths():
-    from rbjax.bench import DRIFT_COUNTS, drift_summary
+    from rbjax.perf.bench import DRIFT_COUNTS, drift_summary
     zeros = np.zeros((2, 4))
     f64 = {k: zeros.copy() for k in DRIFT_COUNTS} | {"funds": np.full((2, 4), 100.0), "net_worth": np.full((2, 4), 200.0)}
     f32 = {k: v.copy() for k, v in f64.items()}

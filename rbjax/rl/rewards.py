@@ -11,8 +11,8 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from rbjax import inventory
-from rbjax.ops import fsum
+from rbjax.model import inventory
+from rbjax.kernels.xla import fsum
 from rbjax.params import EnvParams
 from rbjax.state import Action, DayInfo, EnvState
 

@@ -6,8 +6,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from rbjax.ops import fsum, materialize
-from rbjax.rng import _mix
+from rbjax.kernels.xla import fsum, materialize
+from rbjax.kernels.rng import _mix
 
 
 def test_materialize_returns_the_same_arrays():

@@ -22,10 +22,10 @@ import jax
 import numpy as np
 import pandas as pd
 
-from rbjax import profiling
+from rbjax.perf import profiling
 from rbjax.env import Env
 from rbjax.policies import OracleParams, null_policy, oracle
-from rbjax.rollout import _compiled
+from rbjax.runners.rollout import _compiled
 
 POLICIES = {"oracle": (oracle, OracleParams.default()), "null": (null_policy, None)}
 
@@ -102,7 +102,7 @@ import json, sys, jax, numpy as np
 jax.config.update("jax_enable_x64", True)
 import rbjax
 from rbjax.config import EnvConfig
-from rbjax.bench import DRIFT_COUNTS, drift_summary
+from rbjax.perf.bench import DRIFT_COUNTS, drift_summary
 from rbjax.policies import oracle, OracleParams
 cat = rbjax.load_catalog()
 out = {}

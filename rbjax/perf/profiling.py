@@ -14,7 +14,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from rbjax import demand, inventory, news, orders, reviews, rng, suppliers
+from rbjax.kernels import rng
+
+from rbjax.model import demand, inventory, news, orders, reviews, suppliers
 from rbjax.env import Env
 from rbjax.params import EnvParams
 from rbjax.state import Action, EnvState

@@ -11,7 +11,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from rbjax.ops import fsum
+from rbjax.kernels.xla import fsum
 
 _BISECTION_STEPS = 20  # keys A*J + j stay below 2**20 for any day of the data window
 

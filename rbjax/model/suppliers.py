@@ -12,8 +12,8 @@ import jax
 import jax.numpy as jnp
 from jax.scipy.special import ndtr, ndtri
 
-from rbjax import rng
-from rbjax.ops import materialize
+from rbjax.kernels import rng
+from rbjax.kernels.xla import materialize
 from rbjax.params import EnvParams, World
 
 BEST_QUALITY, WORST_QUALITY, CHEAPEST_PRICE = 0, 6, 4

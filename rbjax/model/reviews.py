@@ -8,7 +8,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from rbjax import rng
+from rbjax.kernels import rng
 
 BASE_RATING_PROBS = np.array([21, 9, 6, 14, 50], np.float64) / 100.0   # p0(k), k = 1..5
 STARS = np.arange(1, 6, dtype=np.float64)

@@ -17,8 +17,8 @@ import jax
 import numpy as np
 import pandas as pd
 
-from rbjax import paper
-from rbjax.rollout import DaySummary, summarize
+from rbjax.runners import paper
+from rbjax.runners.rollout import DaySummary, summarize
 from rbjax.state import DayInfo
 
 MAIN_TABLE = ("survival_days", "final_net_worth", "total_sales", "daily_sold_products", "return_ratio",

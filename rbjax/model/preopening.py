@@ -12,7 +12,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from rbjax import demand, reviews, rng, suppliers
+from rbjax.kernels import rng
+
+from rbjax.model import demand, reviews, suppliers
 from rbjax.config import EnvConfig
 from rbjax.params import EnvParams, World
 

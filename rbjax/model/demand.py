@@ -8,7 +8,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from rbjax import rng
+from rbjax.kernels import rng
 from rbjax.config import EnvConfig
 from rbjax.params import EnvParams
 

@@ -13,8 +13,8 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from rbjax import rng
-from rbjax.ops import materialize
+from rbjax.kernels import rng
+from rbjax.kernels.xla import materialize
 
 
 def sanitize(order: jax.Array, max_units: jax.Array):

@@ -22,10 +22,10 @@ import jax
 import numpy as np
 import pandas as pd
 
-from rbjax import metrics
+from rbjax.runners import metrics
 from rbjax.env import Env
 from rbjax.params import EnvParams
-from rbjax.rollout import rollout
+from rbjax.runners.rollout import rollout
 
 
 def grid(**values: Sequence[Any]) -> list[dict[str, Any]]:
@@ -44,7 +44,7 @@ class SweepResult:
 
     def plot(self, metric: str = "final_net_worth", x: str | None = None, y: str | None = None, **kwargs):
         """Error bars against one parameter, or a heat map over two (``rbjax.plots.plot_sweep``)."""
-        from rbjax.plots import plot_sweep
+        from rbjax.runners.plots import plot_sweep
         return plot_sweep(self.summary, metric, x or self.names[0], y, **kwargs)
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from rbjax import rng
+from rbjax.kernels import rng
 from rbjax.params import EnvParams
 
 NEUTRAL, SINGLE_CATEGORY, MACRO_ALL, SKU_LEVEL = 0, 1, 2, 3
