@@ -7,6 +7,7 @@ net worth, as the paper selects its runs); every row is then
 evaluated on the same ``--seeds`` fresh seeds (common random numbers, seeds disjoint from the sweep's).
 Writes benchmarks/out/baselines.md and baselines.csv (one row per policy and store).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -21,28 +22,42 @@ import pandas as pd
 import rbjax
 from rbjax import policies
 from rbjax.runners import metrics, paper
-from rbjax.rl import ppo
-from rbjax.rl.train import load
 
-BASE_STOCK_GRID = rbjax.grid(cover_days=[6.0, 10.0, 16.0, 22.0, 30.0], shelf_size=[20, 30, 40],
-                             supplier=[policies.CHEAPEST, policies.BEST_RATED])
-S_S_GRID = rbjax.grid(s_days=[2.0, 4.0, 8.0], S_days=[12.0, 20.0, 30.0], shelf_size=[30, 40],
-                      supplier=[policies.CHEAPEST, policies.BEST_RATED])
-EVAL_KEY = 1_000_003   # the evaluation seeds' key, disjoint from the sweeps' (key 0)
+BASE_STOCK_GRID = rbjax.grid(
+    cover_days=[6.0, 10.0, 16.0, 22.0, 30.0],
+    shelf_size=[20, 30, 40],
+    supplier=[policies.CHEAPEST, policies.BEST_RATED],
+)
+S_S_GRID = rbjax.grid(
+    s_days=[2.0, 4.0, 8.0],
+    S_days=[12.0, 20.0, 30.0],
+    shelf_size=[30, 40],
+    supplier=[policies.CHEAPEST, policies.BEST_RATED],
+)
+EVAL_KEY = 1_000_003  # the evaluation seeds' key, disjoint from the sweeps' (key 0)
 
 
 def best_point(env, policy, defaults, params, points, seeds):
     """Survival first, as the paper selects its runs: the longest mean survival, then the best net worth
     (ranking by net worth alone picks stores that buy stock with all their cash and die rich in goods)."""
     result = rbjax.sweep(env, policy, defaults, params, points, seeds=seeds, batch_size=1024)
-    rank = pd.DataFrame({"days": result.summary[("survival_days", "mean")].round(1),
-                         "worth": result.summary[("final_net_worth", "mean")]})
+    rank = pd.DataFrame(
+        {
+            "days": result.summary[("survival_days", "mean")].round(1),
+            "worth": result.summary[("final_net_worth", "mean")],
+        }
+    )
     top = rank.sort_values(["days", "worth"], ascending=False).index[0]
     best = dict(zip(result.names, top if len(result.names) > 1 else (top,)))
     best = {k: np.asarray(v).item() for k, v in best.items()}
-    print(f"  swept {len(points)} points x {seeds} seeds in {result.seconds:.0f} s; best {best}: survival "
-          f"{rank.loc[top, 'days']:.0f} days, net worth {rank.loc[top, 'worth']:,.0f}", file=sys.stderr)
-    return defaults.replace(**{k: np.asarray(v, np.asarray(getattr(defaults, k)).dtype) for k, v in best.items()}), best
+    print(
+        f"  swept {len(points)} points x {seeds} seeds in {result.seconds:.0f} s; best {best}: survival "
+        f"{rank.loc[top, 'days']:.0f} days, net worth {rank.loc[top, 'worth']:,.0f}",
+        file=sys.stderr,
+    )
+    return defaults.replace(
+        **{k: np.asarray(v, np.asarray(getattr(defaults, k)).dtype) for k, v in best.items()}
+    ), best
 
 
 def main(argv=None):
@@ -58,29 +73,32 @@ def main(argv=None):
     keys = jax.random.split(jax.random.key(EVAL_KEY), args.seeds)
     rows = {}
     print("sweeping base-stock ...", file=sys.stderr)
-    bs, bs_best = best_point(env, policies.base_stock, policies.BaseStockParams.default(), params, BASE_STOCK_GRID,
-                             args.sweep_seeds)
+    bs, bs_best = best_point(env, *policies.make("base_stock"), params, BASE_STOCK_GRID, args.sweep_seeds)
     print("sweeping (s, S) ...", file=sys.stderr)
-    ss, ss_best = best_point(env, policies.s_S, policies.SSParams.default(), params, S_S_GRID, args.sweep_seeds)
-    runs = [("random", policies.random_policy, policies.RandomParams.default()),
-            ("base-stock (best of sweep)", policies.base_stock, bs),
-            ("(s, S) (best of sweep)", policies.s_S, ss)]
+    ss, ss_best = best_point(env, *policies.make("s_S"), params, S_S_GRID, args.sweep_seeds)
+    runs = [
+        ("random", *policies.make("random")),
+        ("base-stock (best of sweep)", policies.base_stock, bs),
+        ("(s, S) (best of sweep)", policies.s_S, ss),
+    ]
     checkpoint = Path(args.checkpoint)
     if (checkpoint / "policy.msgpack").is_file():
-        ppo_params, config = load(checkpoint, env)
-        policy = ppo.make_policy(env.config.num_suppliers, config.hidden)
-        runs += [("PPO (sampled actions)", policy, ppo_params),
-                 ("PPO (greedy)", policy, ppo_params.replace(greedy=np.bool_(True)))]
+        runs += [
+            ("PPO (sampled actions)", *policies.make("ppo", env, checkpoint)),
+            ("PPO (greedy)", *policies.make("ppo", env, checkpoint, greedy=True)),
+        ]
     else:
         print(f"no PPO checkpoint at {checkpoint}: PPO rows skipped", file=sys.stderr)
-    runs.append(("oracle (privileged)", policies.oracle, policies.OracleParams.default()))
+    runs.append(("oracle (privileged)", *policies.make("oracle")))
     tables = []
     for name, policy, policy_params in runs:
         start = time.perf_counter()
         rec, _ = rbjax.rollout(env, policy, policy_params, params, keys, days=180)
         table = metrics.store_metrics(rec)
-        print(f"  {name}: {time.perf_counter() - start:.0f} s, net worth {table.final_net_worth.mean():,.0f}",
-              file=sys.stderr)
+        print(
+            f"  {name}: {time.perf_counter() - start:.0f} s, net worth {table.final_net_worth.mean():,.0f}",
+            file=sys.stderr,
+        )
         tables.append(table.assign(policy=name))
         rows[name] = table
     out = Path(args.out)
@@ -93,17 +111,29 @@ def main(argv=None):
 
 def markdown(rows: dict, seeds: int, bs_best: dict, ss_best: dict) -> str:
     cols = metrics.MAIN_TABLE
-    fmt = {"survival_days": "{:.0f}", "final_net_worth": "{:,.0f}", "total_sales": "{:,.0f}",
-           "daily_sold_products": "{:.2f}", "return_ratio": "{:.4f}", "expired_ratio": "{:.4f}",
-           "stockout_days": "{:.0f}"}
+    fmt = {
+        "survival_days": "{:.0f}",
+        "final_net_worth": "{:,.0f}",
+        "total_sales": "{:,.0f}",
+        "daily_sold_products": "{:.2f}",
+        "return_ratio": "{:.4f}",
+        "expired_ratio": "{:.4f}",
+        "stockout_days": "{:.0f}",
+    }
     lines = ["| policy | survives 180 d | " + " | ".join(cols) + " |", "|---" * (len(cols) + 2) + "|"]
     for name, t in rows.items():
         cells = [f"{fmt[c].format(t[c].mean())} ± {fmt[c].format(t[c].std())}" for c in cols]
-        lines.append(f"| {name} | {100 * (t.survival_days >= 180).mean():.0f} % | " + " | ".join(cells) + " |")
+        lines.append(
+            f"| {name} | {100 * (t.survival_days >= 180).mean():.0f} % | " + " | ".join(cells) + " |"
+        )
     for name, row in list(paper.LLM_ROWS.items()) + [("oracle (paper)", paper.ORACLE)]:
-        lines.append(f"| {name}, paper's one run | | " + " | ".join(fmt[c].format(row[c]) for c in cols) + " |")
-    lines.append(f"\nrbjax rows: mean ± sd over {seeds} evaluation seeds x 180 days. Swept parameters: base-stock "
-                 f"{bs_best}, (s, S) {ss_best} (supplier 0 = cheapest, 1 = best-rated).")
+        lines.append(
+            f"| {name}, paper's one run | | " + " | ".join(fmt[c].format(row[c]) for c in cols) + " |"
+        )
+    lines.append(
+        f"\nrbjax rows: mean ± sd over {seeds} evaluation seeds x 180 days. Swept parameters: base-stock "
+        f"{bs_best}, (s, S) {ss_best} (supplier 0 = cheapest, 1 = best-rated)."
+    )
     return "\n".join(lines) + "\n"
 
 

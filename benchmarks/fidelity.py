@@ -1,10 +1,11 @@
-"""Fidelity: the oracle over many seeds beside the paper's single run (ORACLE_AND_METRICS.md §4).
+"""Fidelity: the oracle over many seeds beside the paper's single run (``docs/results.md``).
 
     python benchmarks/fidelity.py [--stores 1024] [--grouping 20 ref19]
 
 Writes benchmarks/out/fidelity.md (main-table metrics, mean ± sd, the paper's value and the gap in sd),
 fidelity_stores_<grouping>.csv and oracle_net_worth.png (mean path and bands beside the paper's path).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -12,13 +13,11 @@ import os
 import time
 
 import jax
-import numpy as np
 
 from rbjax import Env, EnvConfig, load_catalog
-
+from rbjax.policies import OracleParams, oracle
 from rbjax.runners import metrics, paper, rollout
 from rbjax.runners.plots import plot_net_worth
-from rbjax.policies import OracleParams, oracle
 
 OUT = os.path.join(os.path.dirname(__file__), "out")
 
@@ -28,8 +27,15 @@ def run(grouping: str, stores: int, seed: int):
     env = Env(EnvConfig.from_catalog(catalog, grouping=grouping), catalog)
     params = env.default_params()
     start = time.perf_counter()
-    rec, _ = rollout(env, oracle, OracleParams.default(), params, jax.random.split(jax.random.key(seed), stores),
-                     days=180, progress=60)
+    rec, _ = rollout(
+        env,
+        oracle,
+        OracleParams.default(),
+        params,
+        jax.random.split(jax.random.key(seed), stores),
+        days=180,
+        progress=60,
+    )
     seconds = time.perf_counter() - start
     return metrics.store_metrics(rec), metrics.net_worth_paths(rec, float(params.initial_funds)), seconds
 
@@ -45,22 +51,31 @@ def main() -> None:
     for grouping in args.grouping:
         table, paths[grouping], seconds = run(grouping, args.stores, args.seed)
         table.to_csv(os.path.join(OUT, f"fidelity_stores_{grouping}.csv"), index_label="store")
-        cmp = metrics.compare(table, metrics=metrics.MAIN_TABLE + ("acted_per_day", "quality_first", "price_first"))
+        cmp = metrics.compare(
+            table, metrics=metrics.MAIN_TABLE + ("acted_per_day", "quality_first", "price_first")
+        )
         cmp["q05"] = [table[m].quantile(0.05) for m in cmp.index]
         cmp["q95"] = [table[m].quantile(0.95) for m in cmp.index]
         lines.append(f"\n## categories: {grouping} ({seconds:.0f} s including compilation)\n")
         lines.append("| metric | rbjax mean ± sd | 5-95 % | paper | gap (sd) |\n|---|---|---|---|---|")
         for m, r in cmp.iterrows():
             fmt = (lambda v: f"{v:,.0f}") if abs(r["paper"]) >= 100 else (lambda v: f"{v:.4f}")
-            lines.append(f"| {m} | {fmt(r['mean'])} ± {fmt(r['sd'])} | {fmt(r['q05'])} – {fmt(r['q95'])} | "
-                         f"{fmt(r['paper'])} | {r['gap_sd']:+.2f} |")
+            lines.append(
+                f"| {m} | {fmt(r['mean'])} ± {fmt(r['sd'])} | {fmt(r['q05'])} – {fmt(r['q95'])} | "
+                f"{fmt(r['paper'])} | {r['gap_sd']:+.2f} |"
+            )
         mean = paths[grouping].mean(0)
-        lines.append("\nMean net worth on days 0, 13, 30, 60, 90, 120, 150, 180: "
-                     + ", ".join(f"{mean[d]:,.0f}" for d in (0, 13, 30, 60, 90, 120, 150, 180))
-                     + " (paper: " + ", ".join(f"{paper.ORACLE_NET_WORTH[d]:,.0f}"
-                                                for d in (0, 13, 30, 60, 90, 120, 150, 180)) + ")")
+        lines.append(
+            "\nMean net worth on days 0, 13, 30, 60, 90, 120, 150, 180: "
+            + ", ".join(f"{mean[d]:,.0f}" for d in (0, 13, 30, 60, 90, 120, 150, 180))
+            + " (paper: "
+            + ", ".join(f"{paper.ORACLE_NET_WORTH[d]:,.0f}" for d in (0, 13, 30, 60, 90, 120, 150, 180))
+            + ")"
+        )
         print(metrics.format_compare(cmp), flush=True)
-    fig = plot_net_worth(paths[args.grouping[0]], paper.ORACLE_NET_WORTH, label=f"rbjax ({args.grouping[0]} categories)")
+    fig = plot_net_worth(
+        paths[args.grouping[0]], paper.ORACLE_NET_WORTH, label=f"rbjax ({args.grouping[0]} categories)"
+    )
     fig.savefig(os.path.join(OUT, "oracle_net_worth.png"), dpi=120)
     with open(os.path.join(OUT, "fidelity.md"), "w") as fh:
         fh.write("\n".join(lines) + "\n")

@@ -6,6 +6,7 @@ Store-days/s against batch size and device count (oracle and null policy), compi
 the floor kernel ratio, peak memory and the float32 drift; see ``rbjax.bench``. The host is split into
 one device per core; ``rbjax --devices N bench`` chooses another count.
 """
+
 import sys
 from pathlib import Path
 

@@ -2,6 +2,7 @@
 
 A change here recompiles; everything a sweep may vary lives in ``rbjax.params.EnvParams`` instead.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -19,17 +20,18 @@ class EnvConfig:
 
     category_of: [J] demand category per product (power-mean groups, review gain, demand-side news).
     grouping "20" uses the data folders (Fabric Softeners its own category); "ref19" the reference's
-    upc.json labels, where Fabric Softeners count as Frozen Entrees (SIMULATOR.md decision 1).
+    upc.json labels, where Fabric Softeners count as Frozen Entrees (``docs/model.md``, "Decisions").
     """
+
     category_of: tuple[int, ...]
     num_categories: int = 20
     num_suppliers: int = 5
-    lot_slots: int = 8          # inventory lots per product (store + capacity-waiting parts share a lot)
-    pending_slots: int = 8      # ring of arrival days; must exceed the longest lead time (7)
-    review_window: int = 60     # days of daily review counts kept exactly (the rating window)
-    sales_window: int = 30      # days of (price, units) sales history kept
+    lot_slots: int = 8  # inventory lots per product (store + capacity-waiting parts share a lot)
+    pending_slots: int = 8  # ring of arrival days; must exceed the longest lead time (7)
+    review_window: int = 60  # days of daily review counts kept exactly (the rating window)
+    sales_window: int = 30  # days of (price, units) sales history kept
     news_slots: int = 20
-    history_days: int = 93      # simulated pre-opening days (1991-06-06 .. 1991-09-06 for the default opening)
+    history_days: int = 93  # simulated pre-opening days (1991-06-06 .. 1991-09-06 for the default opening)
     grouping: str = "20"
     float64: bool = False
 
@@ -37,15 +39,26 @@ class EnvConfig:
         if self.grouping not in GROUPINGS:
             raise ValueError(f"EnvConfig.grouping must be one of {GROUPINGS}, got {self.grouping!r}")
         if self.pending_slots < 8:
-            raise ValueError(f"EnvConfig.pending_slots must be >= 8 (lead times reach 7 days), got {self.pending_slots}")
+            raise ValueError(
+                f"EnvConfig.pending_slots must be >= 8 (lead times reach 7 days), got {self.pending_slots}"
+            )
+        if self.num_suppliers < 2:
+            raise ValueError(
+                f"EnvConfig.num_suppliers must be >= 2 (the diversity rule needs a best and a bad supplier), "
+                f"got {self.num_suppliers}"
+            )
         if self.lot_slots < 1 or self.history_days < self.review_window:
             raise ValueError("EnvConfig: lot_slots must be >= 1 and history_days >= review_window")
 
     @classmethod
-    def from_catalog(cls, catalog: Catalog, grouping: str = "20", **overrides) -> "EnvConfig":
+    def from_catalog(cls, catalog: Catalog, grouping: str = "20", **overrides) -> EnvConfig:
         cats = catalog.category if grouping == "20" else catalog.category_ref19
-        return cls(category_of=tuple(int(c) for c in cats), num_categories=catalog.num_categories,
-                   grouping=grouping, **overrides)
+        return cls(
+            category_of=tuple(int(c) for c in cats),
+            num_categories=catalog.num_categories,
+            grouping=grouping,
+            **overrides,
+        )
 
     @property
     def num_products(self) -> int:
@@ -63,5 +76,5 @@ class EnvConfig:
         grid = -np.ones((self.num_categories, size), np.int32)
         for g in range(self.num_categories):
             members = np.flatnonzero(cats == g)
-            grid[g, :len(members)] = members
+            grid[g, : len(members)] = members
         return grid

@@ -1,8 +1,10 @@
-"""Pytrees of one store: state, action, observation, per-day info.
+"""Pytrees of one store: the state by model part, the action, the observation, the day's records.
 
 Shapes: J products, K suppliers, C lot slots, D pending ring, R review window (60), W sales window (30),
-N news slots. Calendar day c = open_day + day.
+N news slots. Calendar day c = open_day + day. Floats are ``EnvConfig.float_dtype`` (float32 by default).
+Each part of the state is owned by one module of ``rbjax.model``, whose functions take and return it.
 """
+
 from __future__ import annotations
 
 import jax
@@ -13,51 +15,90 @@ from rbjax.params import World
 
 
 @struct.dataclass
-class EnvState:
-    day: jax.Array            # [] int32 days completed since opening (t)
-    funds: jax.Array          # [] float
-    net_worth: jax.Array      # [] float, as logged after the last transition
-    prices: jax.Array         # [J] float retail prices
-    shelf: jax.Array          # [J] bool
-    # inventory lots in delivery order; a lot's units are in the store or in the capacity-waiting queue
-    lot_store: jax.Array      # [J, C] int32 units in the store
-    lot_wait: jax.Array       # [J, C] int32 units in the global capacity-waiting queue
-    lot_arrival: jax.Array    # [J, C] int32 calendar day of arrival A (expiry E = A + L)
-    lot_cost: jax.Array       # [J, C] float unit cost
-    lot_quality: jax.Array    # [J, C] float supplier quality of the lot
-    lot_supplier: jax.Array   # [J, C] int8 supplier of the lot (rbjax.supplier_log)
-    # pending orders: ring over arrival day (index c % D)
-    pend_qty: jax.Array       # [D, J] int32
-    pend_cost: jax.Array      # [D, J] float total cost paid
-    pend_quality: jax.Array   # [D, J] float quantity-weighted quality sum
-    pend_supplier: jax.Array  # [D, J] int8 supplier of the last line placed for that arrival day
-    supplier_log: jax.Array   # [4, J, K] float 30-day averages of sold, returned, reviews, stars per supplier
-    # reviews: exact daily counts over the rating window (ring index c % R), older ones aggregated
-    rev_count: jax.Array      # [R, J] int16
-    rev_sum: jax.Array        # [R, J] int16 sum of star ratings
-    rev_window_count: jax.Array  # [J] int32 running totals over the ring
-    rev_window_sum: jax.Array    # [J] int32
-    rev_old_count: jax.Array  # [J] int32
-    rev_old_sum: jax.Array    # [J] int32
-    rating0: jax.Array        # [J] float initial rating r0
-    # sales history (ring index c % W); units 0 means "no record" as in the reference
-    hist_price: jax.Array     # [W, J] float
-    hist_units: jax.Array     # [W, J] int32
-    history_profit: jax.Array  # [J] float pre-opening profit score (oracle ranking, ORACLE §2.2)
-    # suppliers
-    quality_tier: jax.Array   # [J, K] int8 0..6 (Q1..Q7)
-    price_tier: jax.Array     # [J, K] int8 0..4 (P1..P5)
-    quote_price: jax.Array    # [J, K] float today's news-adjusted quote
+class Lots:
+    """Inventory lots in delivery order (``rbjax.model.inventory``), each [J, C].
+
+    A lot's units are in the store or in the global capacity-waiting queue.
+    """
+
+    store: jax.Array  # int32 units in the store
+    wait: jax.Array  # int32 units in the capacity-waiting queue
+    arrival: jax.Array  # int32 calendar day of arrival A (expiry E = A + L)
+    cost: jax.Array  # float unit cost
+    quality: jax.Array  # float supplier quality of the lot
+    supplier: jax.Array  # int8 supplier of the lot (``rbjax.model.supplier_log``)
+
+
+@struct.dataclass
+class Pending:
+    """Orders not yet delivered: a ring over the arrival day, index c % D (``rbjax.model.orders``), each [D, J]."""
+
+    qty: jax.Array  # int32 units
+    cost: jax.Array  # float total cost paid
+    quality: jax.Array  # float quantity-weighted quality sum
+    supplier: jax.Array  # int8 supplier of the last line placed for that arrival day
+
+
+@struct.dataclass
+class Reviews:
+    """Exact daily review counts over the rating window, older ones aggregated (``rbjax.model.reviews``)."""
+
+    count: jax.Array  # [R, J] int16 reviews per day (ring index c % R)
+    sum: jax.Array  # [R, J] int16 sum of star ratings per day
+    window_count: jax.Array  # [J] int32 running totals over the ring
+    window_sum: jax.Array  # [J] int32
+    old_count: jax.Array  # [J] int32 totals of everything older than the window
+    old_sum: jax.Array  # [J] int32
+    rating0: jax.Array  # [J] float initial rating r0
+
+
+@struct.dataclass
+class Sales:
+    """Sales history, a ring over the day, index c % W (``rbjax.model.sales``); units 0 means "no record"."""
+
+    price: jax.Array  # [W, J] float
+    units: jax.Array  # [W, J] int32
+
+
+@struct.dataclass
+class Suppliers:
+    """Today's supplier tiers and quotes, and the per-supplier records (``rbjax.model.suppliers``)."""
+
+    quality_tier: jax.Array  # [J, K] int8 0..6 (Q1..Q7)
+    price_tier: jax.Array  # [J, K] int8 0..4 (P1..P5)
+    quote_price: jax.Array  # [J, K] float today's news-adjusted quote
     quote_quality: jax.Array  # [J, K] float today's hidden quality score
-    # news slots (today's list)
-    news_mode: jax.Array      # [N] int32 index into NEWS_MODES
-    news_target: jax.Array    # [N] int32 product (sku_level) or category (single_category)
-    news_need: jax.Array      # [N] bool factor "need" (else "supply")
-    news_signed: jax.Array    # [N] float signed strength (0 for neutral)
-    news_remain: jax.Array    # [N] int32 business days left (-1: shown today only)
-    neg_days: jax.Array       # [] int32 consecutive end-of-day negative funds
-    done: jax.Array           # [] bool terminated or truncated; later steps leave the state unchanged
-    world: World              # the episode's supplier world (from params, or drawn at reset)
+    log: jax.Array  # [4, J, K] float 30-day averages of sold, returned, reviews, stars
+
+
+@struct.dataclass
+class News:
+    """Today's news list (``rbjax.model.news``), each [N]."""
+
+    mode: jax.Array  # int32 index into NEWS_MODES
+    target: jax.Array  # int32 product (sku_level) or category (single_category)
+    need: jax.Array  # bool factor "need" (else "supply")
+    signed: jax.Array  # float signed strength (0 for neutral)
+    remain: jax.Array  # int32 business days left (-1: shown today only)
+
+
+@struct.dataclass
+class EnvState:
+    day: jax.Array  # [] int32 days completed since opening (t)
+    funds: jax.Array  # [] float
+    net_worth: jax.Array  # [] float, as logged after the last transition
+    prices: jax.Array  # [J] float retail prices
+    shelf: jax.Array  # [J] bool
+    lots: Lots
+    pending: Pending
+    reviews: Reviews
+    sales: Sales
+    history_profit: jax.Array  # [J] float pre-opening profit score (the oracle's ranking)
+    suppliers: Suppliers
+    news: News
+    neg_days: jax.Array  # [] int32 consecutive end-of-day negative funds
+    done: jax.Array  # [] bool terminated or truncated; later steps leave the state unchanged
+    world: World  # the episode's supplier world (from params, or drawn at reset)
 
 
 @struct.dataclass
@@ -68,13 +109,14 @@ class Action:
     shelf: [J] bool shelf membership (more than shelf_capacity products: the whole change is refused, as
            the reference refuses the call, counted).
     order: [J, K] units per (product, supplier); each nonzero entry is one single-line order (see
-           ``rbjax.orders``).
+           ``rbjax.model.orders``).
     set_price: [J] bool, which products get a price call today. ``None``: the products whose ``price``
            differs from the current one. A call with a non-finite or non-positive price is ignored and
            counted. Accepted calls count as actions in the metrics even when the price is unchanged.
     order_rank: [J] int, the position of product j's order lines in the day's sequence of calls (funds
            are checked line by line in that sequence). ``None``: product index order.
     """
+
     price: jax.Array
     shelf: jax.Array
     order: jax.Array
@@ -82,36 +124,40 @@ class Action:
     order_rank: jax.Array | None = None
 
     @classmethod
-    def noop(cls, state: EnvState) -> "Action":
-        return cls(price=state.prices, shelf=state.shelf,
-                   order=jnp.zeros(state.quote_price.shape, state.quote_price.dtype))
+    def noop(cls, state: EnvState) -> Action:
+        return cls(
+            price=state.prices,
+            shelf=state.shelf,
+            order=jnp.zeros(state.suppliers.quote_price.shape, state.suppliers.quote_price.dtype),
+        )
 
 
 @struct.dataclass
 class Observation:
     """What the RetailBench tools show an agent (no hidden quality, no news metadata)."""
-    day: jax.Array            # [] int32
-    funds: jax.Array          # []
-    capacity: jax.Array       # [] int32 store capacity in units
+
+    day: jax.Array  # [] int32
+    funds: jax.Array  # []
+    capacity: jax.Array  # [] int32 store capacity in units
     shelf_capacity: jax.Array  # [] int32 shelf slots (products)
-    category: jax.Array       # [J] int32 the product's category (alphabetical index)
-    net_worth: jax.Array      # []
-    prices: jax.Array         # [J]
-    shelf: jax.Array          # [J] bool
-    on_hand: jax.Array        # [J] store units
-    waiting: jax.Array        # [J] capacity-waiting units
-    incoming: jax.Array       # [J] undelivered ordered units
+    category: jax.Array  # [J] int32 the product's category (alphabetical index)
+    net_worth: jax.Array  # []
+    prices: jax.Array  # [J]
+    shelf: jax.Array  # [J] bool
+    on_hand: jax.Array  # [J] store units
+    waiting: jax.Array  # [J] capacity-waiting units
+    incoming: jax.Array  # [J] undelivered ordered units
     capacity_used: jax.Array  # [] store units / capacity
-    quote_price: jax.Array    # [J, K]
+    quote_price: jax.Array  # [J, K]
     transport_min: jax.Array  # [J, K]
     transport_max: jax.Array  # [J, K]
-    sales_price: jax.Array    # [W, J] oldest first; the last row is yesterday
-    sales_units: jax.Array    # [W, J] 0 = no record that day
-    rating_mean: jax.Array    # [J] mean rating in the demand window (r-bar)
-    rating_count: jax.Array   # [J] reviews in the last 60 days
-    return_rate: jax.Array    # [J] returned / sold over about the last 30 days (0 without sales)
-    supplier_return_rate: jax.Array  # [J, K] the same per supplier (rbjax.supplier_log)
-    supplier_rating: jax.Array       # [J, K] mean rating of the supplier's units (0 without reviews)
+    sales_price: jax.Array  # [W, J] oldest first; the last row is yesterday
+    sales_units: jax.Array  # [W, J] 0 = no record that day
+    rating_mean: jax.Array  # [J] mean rating in the demand window (r-bar)
+    rating_count: jax.Array  # [J] reviews in the last 60 days
+    return_rate: jax.Array  # [J] returned / sold over about the last 30 days (0 without sales)
+    supplier_return_rate: jax.Array  # [J, K] the same per supplier (``rbjax.model.supplier_log``)
+    supplier_rating: jax.Array  # [J, K] mean rating of the supplier's units (0 without reviews)
     news_mentions: jax.Array  # [J] active non-neutral news items naming the product or its category
     history_profit: jax.Array  # [J] pre-opening profit at the cheapest daily quote
 
@@ -119,34 +165,38 @@ class Observation:
 @struct.dataclass
 class Privileged:
     """Hidden fields only an oracle may read (``Env.privileged``)."""
+
     quote_quality: jax.Array  # [J, K]
-    news_need: jax.Array      # [J] capped demand-side news effect today
-    news_supply: jax.Array    # [J] capped supply-side news effect today
+    news_need: jax.Array  # [J] capped demand-side news effect today
+    news_supply: jax.Array  # [J] capped supply-side news effect today
 
 
 @struct.dataclass
 class DayInfo:
     """The day's records (everything the metrics need)."""
-    sold: jax.Array           # [J] units sold (before returns)
-    returned: jax.Array       # [J]
-    expired: jax.Array        # [J] store + waiting units destroyed at expiry
-    demand: jax.Array         # [J] demand drawn
-    stockout: jax.Array       # [J] bool demand > on-hand > 0
-    revenue: jax.Array        # [] sales at today's prices
-    refunds: jax.Array        # []
-    order_cost: jax.Array     # [] paid for accepted orders
-    ordered: jax.Array        # [J] units ordered (accepted)
-    delivered: jax.Array      # [J] units delivered at the end of the day
-    order_lines: jax.Array    # [] int32 accepted order lines
-    quality_rank_sum: jax.Array  # [] int32 sum over lines of the supplier's rank by (-quality, price, id), 1 = best
+
+    sold: jax.Array  # [J] units sold (before returns)
+    returned: jax.Array  # [J]
+    expired: jax.Array  # [J] store + waiting units destroyed at expiry
+    demand: jax.Array  # [J] demand drawn
+    stockout: jax.Array  # [J] bool demand > on-hand > 0
+    revenue: jax.Array  # [] sales at today's prices
+    refunds: jax.Array  # []
+    order_cost: jax.Array  # [] paid for accepted orders
+    ordered: jax.Array  # [J] units ordered (accepted)
+    delivered: jax.Array  # [J] units delivered at the end of the day
+    order_lines: jax.Array  # [] int32 accepted order lines
+    quality_rank_sum: (
+        jax.Array
+    )  # [] int32 sum over lines of the supplier's rank by (-quality, price, id), 1 = best
     quality_first: jax.Array  # [] int32 lines from the rank-1 quality supplier
-    price_first: jax.Array    # [] int32 lines from the cheapest supplier (ties: lower id)
+    price_first: jax.Array  # [] int32 lines from the cheapest supplier (ties: lower id)
     price_changed: jax.Array  # [J] bool an accepted price action (a valid price was given)
-    funds: jax.Array          # [] after the transition
-    net_worth: jax.Array      # []
+    funds: jax.Array  # [] after the transition
+    net_worth: jax.Array  # []
     invalid_prices: jax.Array  # [] int32 non-finite or non-positive prices ignored
     shelf_refused: jax.Array  # [] bool the shelf change exceeded capacity and was refused
     invalid_orders: jax.Array  # [] int32 lines with negative/non-finite units or over the per-order cap
     refused_orders: jax.Array  # [] int32 lines refused for lack of funds
-    merged_lots: jax.Array    # [] int32 deliveries merged into a product's newest lot (lot slots full)
-    alive: jax.Array          # [] bool this day was played (False after the episode ended)
+    merged_lots: jax.Array  # [] int32 deliveries merged into a product's newest lot (lot slots full)
+    alive: jax.Array  # [] bool this day was played (False after the episode ended)

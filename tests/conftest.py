@@ -5,8 +5,12 @@ import tempfile
 # the subprocesses and notebook kernels the tests start: a program compiled once (same shapes, same
 # devices) is not compiled again.
 _run = os.environ.get("PYTEST_XDIST_TESTRUNUID")
-os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", os.path.join(tempfile.gettempdir(), f"rbjax-test-jax-cache-{_run}")
-                      if _run else tempfile.mkdtemp(prefix="rbjax-test-jax-cache-"))
+os.environ.setdefault(
+    "JAX_COMPILATION_CACHE_DIR",
+    os.path.join(tempfile.gettempdir(), f"rbjax-test-jax-cache-{_run}")
+    if _run
+    else tempfile.mkdtemp(prefix="rbjax-test-jax-cache-"),
+)
 
 import jax  # noqa: E402
 import pytest

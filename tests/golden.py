@@ -7,6 +7,7 @@ Regenerate (only for a deliberate change of records, in its own commit that says
 The fixture names state arrays by ``STATE_NAMES`` (a stable name per state leaf), so a change of the
 state's layout that keeps every value passes without regenerating.
 """
+
 from __future__ import annotations
 
 import sys
@@ -30,12 +31,30 @@ def _policies():
     }
 
 
+# state leaf path -> the name the fixture stores it under (the fixture predates the nested state)
+STATE_NAMES = {
+    **{f"lots.{k}": f"lot_{k}" for k in ("store", "wait", "arrival", "cost", "quality", "supplier")},
+    **{f"pending.{k}": f"pend_{k}" for k in ("qty", "cost", "quality", "supplier")},
+    **{
+        f"reviews.{k}": f"rev_{k}"
+        for k in ("count", "sum", "window_count", "window_sum", "old_count", "old_sum")
+    },
+    "reviews.rating0": "rating0",
+    "sales.price": "hist_price",
+    "sales.units": "hist_units",
+    **{f"suppliers.{k}": k for k in ("quality_tier", "price_tier", "quote_price", "quote_quality")},
+    "suppliers.log": "supplier_log",
+    **{f"news.{k}": f"news_{k}" for k in ("mode", "target", "need", "signed", "remain")},
+}
+
+
 def state_arrays(state) -> dict[str, np.ndarray]:
     """{stable name: array} for every leaf of a batch of states."""
     flat, _ = jax.tree_util.tree_flatten_with_path(state)
     out = {}
     for path, leaf in flat:
         name = jax.tree_util.keystr(path, simple=True, separator=".")
+        name = STATE_NAMES.get(name, name)
         if jax.dtypes.issubdtype(leaf.dtype, jax.dtypes.prng_key):
             leaf = jax.random.key_data(leaf)
         out[name] = np.asarray(leaf)
@@ -56,8 +75,9 @@ def compute() -> dict[str, np.ndarray]:
     keys = jax.random.split(jax.random.key(SEED), STORES)
     out = {}
     for name, (policy, policy_params) in _policies().items():
-        records, state = rbjax.rollout(env, policy, policy_params, params, keys, days=DAYS, records="full",
-                                       devices=jax.devices()[:1])
+        records, state = rbjax.rollout(
+            env, policy, policy_params, params, keys, days=DAYS, records="full", devices=jax.devices()[:1]
+        )
         out |= {f"{name}/records/{k}": v for k, v in record_arrays(records).items()}
         out |= {f"{name}/state/{k}": v for k, v in state_arrays(state).items()}
     return out

@@ -1,43 +1,40 @@
-"""Issue 4: every oracle rule on hand-built inputs, and a whole oracle episode."""
+"""rbjax.policies.oracle: every rule on hand-built inputs, and a whole oracle episode."""
+
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from rbjax.model import orders
-
-from rbjax.runners import metrics
 from rbjax.policies import OracleParams, oracle
-from rbjax.policies.oracle import best_supplier, order_quantity, price_and_demand, shelf_plan
+from rbjax.policies.estimates import price_and_demand
+from rbjax.policies.oracle import best_supplier, order_quantity, shelf_plan
+from rbjax.runners import metrics
 from rbjax.runners.rollout import rollout
-from rbjax.state import Action
 
 P = OracleParams.default()
 
 
 def test_supplier_ties_go_to_the_cheaper_then_the_lower_index():
-    quality = jnp.array([[4.0, 4.5, 4.5, 3.0, 4.5],
-                         [2.0, 2.0, 2.0, 2.0, 2.0]])
-    price = jnp.array([[1.0, 3.0, 2.0, 0.5, 2.0],
-                       [5.0, 4.0, 4.0, 6.0, 4.0]])
+    quality = jnp.array([[4.0, 4.5, 4.5, 3.0, 4.5], [2.0, 2.0, 2.0, 2.0, 2.0]])
+    price = jnp.array([[1.0, 3.0, 2.0, 0.5, 2.0], [5.0, 4.0, 4.0, 6.0, 4.0]])
     k, cost = best_supplier(quality, price)
     assert k.tolist() == [2, 1] and cost.tolist() == [2.0, 4.0]
 
 
 def test_price_argmax_groups_exact_prices_and_keeps_the_first_seen():
     f = np.float32
-    a, b = f(2.0), np.nextafter(f(2.0), f(3.0))           # one ulp apart: two different prices
-    price = jnp.array([[a], [b], [a], [f(3.0)], [f(9.0)]], jnp.float32)      # W = 5, oldest first
-    units = jnp.array([[10], [13], [4], [5], [0]], jnp.int32)                # 9.0 has no record (0 units)
+    a, b = f(2.0), np.nextafter(f(2.0), f(3.0))  # one ulp apart: two different prices
+    price = jnp.array([[a], [b], [a], [f(3.0)], [f(9.0)]], jnp.float32)  # W = 5, oldest first
+    units = jnp.array([[10], [13], [4], [5], [0]], jnp.int32)  # 9.0 has no record (0 units)
     cost = jnp.array([1.0], jnp.float32)
     p_star, d, has = price_and_demand(price, units, cost, jnp.int32(5))
     # profits: a -> (2-1)*mean(10, 4) = 7, b -> (2-1)*13 = 13, 3.0 -> 2*5 = 10
     assert p_star[0] == b and float(d[0]) == 13.0 and bool(has[0])
     # an exact profit tie: the price seen first wins
     price2 = jnp.array([[f(2.0)], [f(4.0)], [f(2.0)]], jnp.float32)
-    units2 = jnp.array([[6], [3], [6]], jnp.int32)                           # 2*6 = 12 = 4*3 at cost 0
+    units2 = jnp.array([[6], [3], [6]], jnp.int32)  # 2*6 = 12 = 4*3 at cost 0
     p2, d2, _ = price_and_demand(price2, units2, jnp.zeros(1, jnp.float32), jnp.int32(3))
-    assert float(p2[0]) == 2.0 and float(d2[0]) == 6.0                       # first seen wins the tie
+    assert float(p2[0]) == 2.0 and float(d2[0]) == 6.0  # first seen wins the tie
     # a window of 3 keeps the rows a(4), 3.0(5), 9.0(no record): a -> 4, 3.0 -> 10
     p3, d3, _ = price_and_demand(price, units, cost, jnp.int32(3))
     assert float(p3[0]) == 3.0 and float(d3[0]) == 5.0
@@ -53,7 +50,7 @@ def test_reorder_trigger_quantity_and_capacity_clamp():
     qty = order_quantity(P, target, stock, pipeline, jnp.float32(1_000.0))
     # 61 > 6*10: no trigger; 60 <= 60: up to 60; pipeline 25: 35; pipeline 70 >= 60: none; max(1, floor(.3)) = 1
     assert qty[:5].tolist() == [0.0, 60.0, 35.0, 0.0, 1.0]
-    clamped = order_quantity(P, target, stock, pipeline, jnp.float32(130.0))   # room 30 after the 100 buffer
+    clamped = order_quantity(P, target, stock, pipeline, jnp.float32(130.0))  # room 30 after the 100 buffer
     assert clamped.tolist() == [0.0, 30.0, 30.0, 0.0, 1.0, 30.0]
     assert order_quantity(P, target, stock, pipeline, jnp.float32(90.0)).sum() == 0.0
 
@@ -63,24 +60,19 @@ def test_shelf_plan_is_a_round_robin_over_category_ranks(env, params, reset):
     cat = np.asarray(obs.category)
     rng = np.random.default_rng(0)
     profit = rng.normal(size=cat.shape).astype(np.float32)
-    profit[5] = profit[6]                                     # a tie inside a category keeps index order
+    profit[5] = profit[6]  # a tie inside a category keeps index order
     obs = obs.replace(history_profit=jnp.asarray(profit))
     for n_cat, capacity in ((2, 40), (3, 40), (1, 12)):
-        managed, position = shelf_plan(P.replace(products_per_category=jnp.int32(n_cat)),
-                                       obs.replace(shelf_capacity=jnp.int32(capacity)))
+        managed, position = shelf_plan(
+            P.replace(products_per_category=jnp.int32(n_cat)), obs.replace(shelf_capacity=jnp.int32(capacity))
+        )
         # reference construction in plain Python
-        ranked = {g: sorted(np.flatnonzero(cat == g), key=lambda j: (-profit[j], j)) for g in range(cat.max() + 1)}
+        ranked = {
+            g: sorted(np.flatnonzero(cat == g), key=lambda j: (-profit[j], j)) for g in range(cat.max() + 1)
+        }
         order = [ranked[g][r] for r in range(n_cat) for g in sorted(ranked) if r < len(ranked[g])][:capacity]
         assert np.flatnonzero(managed).tolist() == sorted(order)
         assert [int(position[j]) for j in order] == list(range(len(order)))
-
-
-def test_funds_refuse_orders_in_call_order_and_a_refusal_does_not_block():
-    cost = jnp.zeros((4, 2)).at[0, 0].set(60.0).at[1, 1].set(50.0).at[2, 0].set(30.0)
-    by_index, spent = orders.accept_by_funds(cost, jnp.float32(100.0))
-    assert np.flatnonzero(np.asarray(by_index).any(1)).tolist() == [0, 2] and float(spent) == 90.0
-    ranked, spent = orders.accept_by_funds(cost, jnp.float32(100.0), jnp.array([1, 0, 2, 3]))
-    assert np.flatnonzero(np.asarray(ranked).any(1)).tolist() == [1, 2] and float(spent) == 80.0
 
 
 def test_oracle_action_copies_prices_bit_for_bit_and_orders_in_shelf_order(env, params, reset, step):
@@ -92,7 +84,9 @@ def test_oracle_action_copies_prices_bit_for_bit_and_orders_in_shelf_order(env, 
     assert np.array_equal(action.order_rank, position)
     assert not np.asarray(action.set_price & ~managed).any() and np.asarray(action.set_price).sum() == 40
     ordered = np.asarray(action.order).sum(1) > 0
-    assert ordered[np.asarray(managed)].all() and not ordered[~np.asarray(managed)].any()   # empty store: all reorder
+    assert (
+        ordered[np.asarray(managed)].all() and not ordered[~np.asarray(managed)].any()
+    )  # empty store: all reorder
     k = np.asarray(action.order).argmax(1)
     best = np.asarray(best_supplier(priv.quote_quality, obs.quote_price)[0])
     assert (k[ordered] == best[ordered]).all()
@@ -108,14 +102,20 @@ def test_oracle_action_copies_prices_bit_for_bit_and_orders_in_shelf_order(env, 
 def test_news_multiplier_is_clipped(env, params, reset):
     obs, state = reset(jax.random.key(5), params)
     priv = env.privileged(state, params)
-    empty = obs.replace(on_hand=jnp.zeros_like(obs.on_hand), incoming=jnp.zeros_like(obs.incoming),
-                        sales_units=jnp.zeros_like(obs.sales_units))            # target = 10 * multiplier
-    qty = lambda need, supply: np.asarray(oracle(P, empty, priv.replace(news_need=jnp.full(96, need),
-                                                                      news_supply=jnp.full(96, supply)), None).order.sum(1))
+    empty = obs.replace(
+        on_hand=jnp.zeros_like(obs.on_hand),
+        incoming=jnp.zeros_like(obs.incoming),
+        sales_units=jnp.zeros_like(obs.sales_units),
+    )  # target = 10 * multiplier
+    qty = lambda need, supply: np.asarray(
+        oracle(
+            P, empty, priv.replace(news_need=jnp.full(96, need), news_supply=jnp.full(96, supply)), None
+        ).order.sum(1)
+    )
     managed = np.asarray(shelf_plan(P, obs)[0])
     assert (qty(0.0, 0.0)[managed] == 60).all()
-    assert (qty(0.5, 0.5)[managed] == 120).all()            # 2.25 clipped to 2
-    assert (qty(-0.5, -0.5)[managed] == 30).all()           # 0.25 clipped to 0.5
+    assert (qty(0.5, 0.5)[managed] == 120).all()  # 2.25 clipped to 2
+    assert (qty(-0.5, -0.5)[managed] == 30).all()  # 0.25 clipped to 0.5
     assert (qty(0.2, 0.0)[managed] == 72).all()
 
 

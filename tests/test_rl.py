@@ -1,4 +1,5 @@
 """Learned-baseline plumbing: observation encoding, action decoding, per-product rewards, PPO, checkpoints."""
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -22,8 +23,9 @@ SMALL_DAYS = 40
 def mid_episode_states(env, params, days=25, stores=4):
     """A few stores after ``days`` days of the random policy: stock, pending orders, reviews, news."""
     keys = jax.random.split(jax.random.key(7), stores)
-    _, state = rbjax.rollout(env, random_policy, RandomParams.default(), params, keys, days=days,
-                             devices=jax.devices()[:1])
+    _, state = rbjax.rollout(
+        env, random_policy, RandomParams.default(), params, keys, days=days, devices=jax.devices()[:1]
+    )
     return state
 
 
@@ -31,20 +33,27 @@ def test_observation_hides_quality_and_news_metadata(env, params):
     state = jax.tree.map(lambda x: x[0], mid_episode_states(env, params))
     obs = env.observe(state, params)
     rng = np.random.default_rng(0)
+    sup, lots = state.suppliers, state.lots
     hidden = state.replace(
-        quote_quality=jnp.asarray(rng.uniform(1, 5, state.quote_quality.shape), state.quote_quality.dtype),
-        lot_quality=jnp.asarray(rng.uniform(1, 5, state.lot_quality.shape), state.lot_quality.dtype),
-        pend_quality=state.pend_quality * 0.5, quality_tier=(state.quality_tier + 3) % 7,
-        news_signed=-state.news_signed * 3.0, news_need=~state.news_need)
-    assert not np.array_equal(np.asarray(hidden.quote_quality), np.asarray(state.quote_quality))
+        suppliers=sup.replace(
+            quote_quality=jnp.asarray(rng.uniform(1, 5, sup.quote_quality.shape), sup.quote_quality.dtype),
+            quality_tier=(sup.quality_tier + 3) % 7,
+        ),
+        lots=lots.replace(quality=jnp.asarray(rng.uniform(1, 5, lots.quality.shape), lots.quality.dtype)),
+        pending=state.pending.replace(quality=state.pending.quality * 0.5),
+        news=state.news.replace(signed=-state.news.signed * 3.0, need=~state.news.need),
+    )
+    assert not np.array_equal(np.asarray(hidden.suppliers.quote_quality), np.asarray(sup.quote_quality))
     changed = env.observe(hidden, params)
     for a, b in zip(jax.tree.leaves(obs), jax.tree.leaves(changed)):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
     for a, b in zip(encode(obs), encode(changed)):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
     # the privileged view does change: the test would notice a leak through a shared field
-    assert not np.array_equal(np.asarray(env.privileged(state, params).quote_quality),
-                              np.asarray(env.privileged(hidden, params).quote_quality))
+    assert not np.array_equal(
+        np.asarray(env.privileged(state, params).quote_quality),
+        np.asarray(env.privileged(hidden, params).quote_quality),
+    )
 
 
 def test_encoding_shapes_and_finite(env, params):
@@ -57,16 +66,21 @@ def test_encoding_shapes_and_finite(env, params):
 
 def random_heads(key, J, K, scale):
     k = jax.random.split(key, 4)
-    return A.Heads(price=scale * jax.random.normal(k[0], (J, A.PRICE_OPTIONS)),
-                   order=scale * jax.random.normal(k[1], (J, len(A.COVER_DAYS))) + jnp.asarray([0, 0, 0, 0, 0, 3.0]),
-                   supplier=scale * jax.random.normal(k[2], (J, K)),
-                   shelf_mean=scale * jax.random.normal(k[3], (J,)), shelf_log_std=jnp.float32(0.0))
+    return A.Heads(
+        price=scale * jax.random.normal(k[0], (J, A.PRICE_OPTIONS)),
+        order=scale * jax.random.normal(k[1], (J, len(A.COVER_DAYS))) + jnp.asarray([0, 0, 0, 0, 0, 3.0]),
+        supplier=scale * jax.random.normal(k[2], (J, K)),
+        shelf_mean=scale * jax.random.normal(k[3], (J,)),
+        shelf_log_std=jnp.float32(0.0),
+    )
 
 
 @pytest.mark.parametrize("funds", [30_000.0, 4_500.0, -200.0])
 def test_decoded_actions_are_always_valid(env, params, funds):
     states = mid_episode_states(env, params)
-    states = states.replace(funds=jnp.full_like(states.funds, funds), net_worth=states.net_worth - states.funds + funds)
+    states = states.replace(
+        funds=jnp.full_like(states.funds, funds), net_worth=states.net_worth - states.funds + funds
+    )
     J, K = env.config.num_products, env.config.num_suppliers
     step = jax.jit(jax.vmap(env.step, in_axes=(0, 0, 0, None)))
     for trial, scale in enumerate((0.1, 3.0, 30.0)):
@@ -78,21 +92,25 @@ def test_decoded_actions_are_always_valid(env, params, funds):
         assert np.isfinite(price).all() and (price > 0).all()
         assert (shelf.sum(-1) <= int(params.shelf_capacity)).all()
         assert (order >= 0).all() and (order == np.floor(order)).all() and (order <= A.MAX_UNITS).all()
-        assert (order[~shelf] == 0).all()                                     # only shelf products are ordered
-        assert ((order > 0).sum(-1) <= 1).all()                               # one supplier per product
+        assert (order[~shelf] == 0).all()  # only shelf products are ordered
+        assert ((order > 0).sum(-1) <= 1).all()  # one supplier per product
         cost = (order * np.asarray(obs.quote_price)).sum((-1, -2))
-        reserve = min(A.FUNDS_RESERVE, A.RESERVE_SHARE * funds)               # the cash the orders leave
+        reserve = min(A.FUNDS_RESERVE, A.RESERVE_SHARE * funds)  # the cash the orders leave
         assert (cost <= max(funds - reserve, 0.0) + 1e-3).all()
         _, new, reward, _, _, info = step(keys, states, action, params)
         for name in ("invalid_prices", "invalid_orders", "refused_orders", "shelf_refused"):
             assert int(np.asarray(getattr(info, name)).sum()) == 0, name
-        np.testing.assert_array_equal(np.asarray(info.ordered), order.sum(-1))   # every decoded unit was placed
-        if funds > 0 and scale == 3.0:                                        # the test does exercise ordering
+        np.testing.assert_array_equal(
+            np.asarray(info.ordered), order.sum(-1)
+        )  # every decoded unit was placed
+        if funds > 0 and scale == 3.0:  # the test does exercise ordering
             ordering = order.sum((-1, -2)) > 0
             assert ordering.all() if funds >= 10_000 else ordering.any()
         # the per-product rewards add up to the change in net worth plus the rent
         shares = jax.vmap(product_rewards, in_axes=(0, 0, 0, 0, None))(states, new, action, info, params)
-        np.testing.assert_allclose(np.asarray(shares.sum(-1)), np.asarray(reward + params.rent), rtol=1e-5, atol=0.05)
+        np.testing.assert_allclose(
+            np.asarray(shares.sum(-1)), np.asarray(reward + params.rent), rtol=1e-5, atol=0.05
+        )
 
 
 def test_running_stats_match_numpy():
@@ -115,13 +133,24 @@ def test_config_errors():
 def small_run(env, tmp_path_factory):
     params = env.default_params().replace(horizon=jnp.int32(SMALL_DAYS))
     out = tmp_path_factory.mktemp("ppo")
-    return train_ppo(env, params, ppo.PPOConfig(**SMALL), seed=0, out=out, every=0, verbose=False), params, out
+    return (
+        train_ppo(env, params, ppo.PPOConfig(**SMALL), seed=0, out=out, every=0, verbose=False),
+        params,
+        out,
+    )
 
 
 def evaluate(env, params, policy_params, hidden, seeds=256):
     keys = jax.random.split(jax.random.key(123), seeds)
-    rec, _ = rbjax.rollout(env, ppo.make_policy(env.config.num_suppliers, hidden), policy_params, params, keys,
-                           days=SMALL_DAYS, devices=jax.devices()[:1])
+    rec, _ = rbjax.rollout(
+        env,
+        ppo.make_policy(env.config.num_suppliers, hidden),
+        policy_params,
+        params,
+        keys,
+        days=SMALL_DAYS,
+        devices=jax.devices()[:1],
+    )
     return np.asarray(rec.net_worth[:, -1])
 
 
@@ -160,4 +189,6 @@ def test_same_seed_same_training(env, small_run):
     train = jax.jit(ppo.make_train(env, result.config))
     key = jax.random.key(0)
     _, metrics = train(key, params, ppo.initial_policy(env, result.config, key))
-    np.testing.assert_array_equal(np.asarray(metrics["episode_net_worth"]), result.curve.episode_net_worth.to_numpy())
+    np.testing.assert_array_equal(
+        np.asarray(metrics["episode_net_worth"]), result.curve.episode_net_worth.to_numpy()
+    )

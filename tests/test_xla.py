@@ -1,4 +1,5 @@
 """rbjax.ops: ordered sums and ``materialize`` (compute a sampler once, not inside every consumer)."""
+
 import re
 
 import jax
@@ -6,8 +7,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from rbjax.kernels.xla import fsum, materialize
 from rbjax.kernels.rng import _mix
+from rbjax.kernels.xla import fsum, materialize
 
 
 def test_materialize_returns_the_same_arrays():
@@ -31,17 +32,21 @@ def test_materialize_names_mismatched_shapes_and_promotes_dtypes():
 def _hash_work(use_materialize: bool) -> int:
     """Elements of the largest fused kernel that evaluates a [J] integer-hash "sampler" read by 8 broadcasting
     consumers, in the optimised CPU program for 64 stores: 64 * J when the hash is computed once."""
+
     def store(x):
-        draw = _mix(x)                                          # [J] uint32, cheap elementwise ops only
+        draw = _mix(x)  # [J] uint32, cheap elementwise ops only
         if use_materialize:
             (draw,) = materialize(draw)
         return jnp.stack([jnp.where((draw % 8)[:, None] == d, 1.0, 0.0) * jnp.arange(5.0) for d in range(8)])
+
     text = jax.jit(jax.vmap(store)).lower(jnp.ones((64, 96), jnp.uint32)).compile().as_text()
     bodies = re.findall(r"\n%([\w.-]+) [^\n]*\{\n(.*?)\n\}", text, re.S)
     hashing = {name for name, body in bodies if "constant(2146121005)" in body}
-    sizes = [int(np.prod([int(d) for d in dims.split(",")]))
-             for dims, callee in re.findall(r"= \w+\[([\d,]+)\][^\n]* fusion\([^\n]*calls=%([\w.-]+)", text)
-             if callee in hashing]
+    sizes = [
+        int(np.prod([int(d) for d in dims.split(",")]))
+        for dims, callee in re.findall(r"= \w+\[([\d,]+)\][^\n]* fusion\([^\n]*calls=%([\w.-]+)", text)
+        if callee in hashing
+    ]
     assert sizes, "the hash was not found in any fused kernel"
     return max(sizes)
 
@@ -54,4 +59,6 @@ def test_materialize_stops_xla_recomputing_a_producer_in_each_consumer():
 
 def test_fsum_adds_in_index_order():
     x = jnp.asarray([[1e8, 1.0, -1e8, 1.0]], jnp.float32)
-    assert float(fsum(x, -1)[0]) == float(((np.float32(1e8) + np.float32(1)) - np.float32(1e8)) + np.float32(1))
+    assert float(fsum(x, -1)[0]) == float(
+        ((np.float32(1e8) + np.float32(1)) - np.float32(1e8)) + np.float32(1)
+    )

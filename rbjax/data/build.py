@@ -14,6 +14,7 @@ Reads (relative to ``<source>/data/dynamic``):
 Writes ``catalog.npz`` (arrays, see ``rbjax.data.catalog.FIELDS``) and ``manifest.json`` (units, dates,
 sources, checksums). The build is deterministic: same input, byte-identical output.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -28,9 +29,11 @@ import numpy as np
 
 DATA_START = dt.date(1991, 6, 6)
 DATA_END = dt.date(1995, 12, 31)
-WEEK_ORIGIN = dt.date(1989, 9, 7)  # SIMULATOR.md §3.2: 09/07/89 starts week 0
+WEEK_ORIGIN = dt.date(1989, 9, 7)  # 09/07/89 starts week 0 of the demand seasonality
 FABRIC_SOFTENERS = "Fabric Softeners"
-REF19_LABEL_OF_FABRIC_SOFTENERS = "Frozen Entrees"  # the reference data's label (SIMULATOR.md §6.1)
+REF19_LABEL_OF_FABRIC_SOFTENERS = (
+    "Frozen Entrees"  # the reference data's label (``docs/model.md``, "Decisions")
+)
 _FIXED_ZIP_TIME = (1980, 1, 1, 0, 0, 0)
 
 
@@ -73,8 +76,10 @@ def collect(source: Path) -> tuple[dict[str, np.ndarray], dict]:
     category_names = sorted(set(category_of.values()))
     label_of = {u: catalogue[u]["CATEGORY"] for u in upcs}
     ref19 = [label_of[u] for u in upcs]
-    assert all(l == category_of[u] or (category_of[u] == FABRIC_SOFTENERS and l == REF19_LABEL_OF_FABRIC_SOFTENERS)
-               for u, l in zip(upcs, ref19)), "unexpected category labels in upc.json"
+    assert all(
+        l == category_of[u] or (category_of[u] == FABRIC_SOFTENERS and l == REF19_LABEL_OF_FABRIC_SOFTENERS)
+        for u, l in zip(upcs, ref19)
+    ), "unexpected category labels in upc.json"
 
     n_days = (DATA_END - DATA_START).days + 1
     dates = [DATA_START + dt.timedelta(days=i) for i in range(n_days)]
@@ -140,19 +145,32 @@ def collect(source: Path) -> tuple[dict[str, np.ndarray], dict]:
     manifest = {
         "name": "hard_v2",
         "description": "RetailBench store 15 (Dominick's), 96 products in 20 categories, paper config hard_v2",
-        "calendar": {"index_0": DATA_START.isoformat(), "last": DATA_END.isoformat(), "days": n_days,
-                     "week_origin": WEEK_ORIGIN.isoformat(),
-                     "week_index": "floor((date - week_origin) / 7 days)"},
+        "calendar": {
+            "index_0": DATA_START.isoformat(),
+            "last": DATA_END.isoformat(),
+            "days": n_days,
+            "week_origin": WEEK_ORIGIN.isoformat(),
+            "week_index": "floor((date - week_origin) / 7 days)",
+        },
         "product_order": "key order of simulate_data/15/sku_model_parameter.json",
         "category_order": "alphabetical; 'category' uses the data folders (20 groups, Fabric Softeners its own), "
-                          "'category_ref19' the reference's upc.json labels (19 groups)",
-        "units": {"price_*": "USD per unit", "base_cost": "USD per unit (smoothed cost price)",
-                  "traffic": "customers per day", "shelf_life": "days", "review_poly": "gain per rating, "
-                  "highest power first", "review_power": "X_c = effect_power/100",
-                  "cost_series_start": "days from index_0 to the first date of the raw cost series"},
-        "sources": {name: {"path": str(path.relative_to(source)), "sha256": _sha256(path)}
-                    for name, path in src.items()},
-        "source_cost_files": hashlib.sha256("".join(_sha256(cost_files[u]) for u in upcs).encode()).hexdigest(),
+        "'category_ref19' the reference's upc.json labels (19 groups)",
+        "units": {
+            "price_*": "USD per unit",
+            "base_cost": "USD per unit (smoothed cost price)",
+            "traffic": "customers per day",
+            "shelf_life": "days",
+            "review_poly": "gain per rating, highest power first",
+            "review_power": "X_c = effect_power/100",
+            "cost_series_start": "days from index_0 to the first date of the raw cost series",
+        },
+        "sources": {
+            name: {"path": str(path.relative_to(source)), "sha256": _sha256(path)}
+            for name, path in src.items()
+        },
+        "source_cost_files": hashlib.sha256(
+            "".join(_sha256(cost_files[u]) for u in upcs).encode()
+        ).hexdigest(),
     }
     return arrays, manifest
 
@@ -174,10 +192,15 @@ def build(source: Path, out: Path) -> Path:
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     write_npz(out / "catalog.npz", arrays)
-    manifest["files"] = {"catalog.npz": {"sha256": _sha256(out / "catalog.npz"),
-                                         "arrays": {k: {"dtype": str(v.dtype), "shape": list(v.shape)}
-                                                    for k, v in sorted(arrays.items())}}}
-    (out / "manifest.json").write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    manifest["files"] = {
+        "catalog.npz": {
+            "sha256": _sha256(out / "catalog.npz"),
+            "arrays": {k: {"dtype": str(v.dtype), "shape": list(v.shape)} for k, v in sorted(arrays.items())},
+        }
+    }
+    (out / "manifest.json").write_text(
+        json.dumps(manifest, indent=1, sort_keys=True) + "\n", encoding="utf-8"
+    )
     return out
 
 

@@ -1,9 +1,11 @@
 """The shipped catalogue: load, validate, summarise.
 
-``load_catalog()`` reads ``data/hard_v2`` (never ../shared) and returns a :class:`Catalog`: a pytree of
+``load_catalog()`` reads the shipped catalogue (``rbjax.shipped.CATALOG``, built from ``data/hard_v2``)
+and returns a :class:`Catalog`: a pytree of
 NumPy arrays plus static metadata (names, UPCs, dates). Shapes: J = 96 products, G = 20 categories,
 T = 1670 days (1991-06-06 .. 1995-12-31).
 """
+
 from __future__ import annotations
 
 import datetime as dt
@@ -15,17 +17,35 @@ from pathlib import Path
 import numpy as np
 from flax import struct
 
-DEFAULT_DATA = Path(__file__).resolve().parents[2] / "data" / "hard_v2"
+from rbjax import shipped
+
+DEFAULT_DATA = shipped.CATALOG
 
 # field -> (dtype kind, shape pattern). J: products, G: categories, T: days, 5: quartic coefficients.
 FIELDS: dict[str, tuple[str, tuple]] = {
-    "upc": ("U", ("J",)), "description": ("U", ("J",)), "brand": ("U", ("J",)),
-    "category": ("i", ("J",)), "category_ref19": ("i", ("J",)), "shelf_life": ("i", ("J",)),
-    "price_min": ("f", ("J",)), "price_max": ("f", ("J",)), "price_p30": ("f", ("J",)), "price_p70": ("f", ("J",)),
-    "alpha": ("f", ("J",)), "beta": ("f", ("J",)), "beta_s": ("f", ("J",)), "beta_c": ("f", ("J",)),
-    "sigma": ("f", ("J",)), "anchor_rating": ("f", ("J",)), "cost_series_start": ("i", ("J",)),
-    "category_names": ("U", ("G",)), "review_poly": ("f", ("G", 5)), "review_begin": ("f", ("G",)),
-    "review_power": ("f", ("G",)), "traffic": ("i", ("T",)), "base_cost": ("f", ("T", "J")),
+    "upc": ("U", ("J",)),
+    "description": ("U", ("J",)),
+    "brand": ("U", ("J",)),
+    "category": ("i", ("J",)),
+    "category_ref19": ("i", ("J",)),
+    "shelf_life": ("i", ("J",)),
+    "price_min": ("f", ("J",)),
+    "price_max": ("f", ("J",)),
+    "price_p30": ("f", ("J",)),
+    "price_p70": ("f", ("J",)),
+    "alpha": ("f", ("J",)),
+    "beta": ("f", ("J",)),
+    "beta_s": ("f", ("J",)),
+    "beta_c": ("f", ("J",)),
+    "sigma": ("f", ("J",)),
+    "anchor_rating": ("f", ("J",)),
+    "cost_series_start": ("i", ("J",)),
+    "category_names": ("U", ("G",)),
+    "review_poly": ("f", ("G", 5)),
+    "review_begin": ("f", ("G",)),
+    "review_power": ("f", ("G",)),
+    "traffic": ("i", ("T",)),
+    "base_cost": ("f", ("T", "J")),
     "week_index": ("i", ("T",)),
 }
 _SIZES = {"J": 96, "G": 20}
@@ -38,26 +58,27 @@ class CatalogError(ValueError):
 @struct.dataclass
 class Catalog:
     """Static store data. Arrays (NumPy): see FIELDS for shapes; metadata is static (not a pytree leaf)."""
-    category: np.ndarray          # [J] int, index into category_names (20 groups)
-    category_ref19: np.ndarray    # [J] int, the reference's 19-label grouping
-    shelf_life: np.ndarray        # [J] int, days L
-    price_min: np.ndarray         # [J]
-    price_max: np.ndarray         # [J]
-    price_p30: np.ndarray         # [J]
-    price_p70: np.ndarray         # [J]
-    alpha: np.ndarray             # [J]
-    beta: np.ndarray              # [J]
-    beta_s: np.ndarray            # [J]
-    beta_c: np.ndarray            # [J]
-    sigma: np.ndarray             # [J]
-    anchor_rating: np.ndarray     # [J] now_start_point
+
+    category: np.ndarray  # [J] int, index into category_names (20 groups)
+    category_ref19: np.ndarray  # [J] int, the reference's 19-label grouping
+    shelf_life: np.ndarray  # [J] int, days L
+    price_min: np.ndarray  # [J]
+    price_max: np.ndarray  # [J]
+    price_p30: np.ndarray  # [J]
+    price_p70: np.ndarray  # [J]
+    alpha: np.ndarray  # [J]
+    beta: np.ndarray  # [J]
+    beta_s: np.ndarray  # [J]
+    beta_c: np.ndarray  # [J]
+    sigma: np.ndarray  # [J]
+    anchor_rating: np.ndarray  # [J] now_start_point
     cost_series_start: np.ndarray  # [J] int, day of the raw cost series' first date (cycle origin)
-    review_poly: np.ndarray       # [G, 5] gain quartic, highest power first
-    review_begin: np.ndarray      # [G] s_c
-    review_power: np.ndarray      # [G] X_c
-    traffic: np.ndarray           # [T] int customers per day
-    base_cost: np.ndarray         # [T, J] base unit cost per day
-    week_index: np.ndarray        # [T] int
+    review_poly: np.ndarray  # [G, 5] gain quartic, highest power first
+    review_begin: np.ndarray  # [G] s_c
+    review_power: np.ndarray  # [G] X_c
+    traffic: np.ndarray  # [T] int customers per day
+    base_cost: np.ndarray  # [T, J] base unit cost per day
+    week_index: np.ndarray  # [T] int
     upc: tuple = struct.field(pytree_node=False, default=())
     description: tuple = struct.field(pytree_node=False, default=())
     brand: tuple = struct.field(pytree_node=False, default=())
@@ -93,12 +114,14 @@ class Catalog:
         sizes = np.bincount(self.category, minlength=self.num_categories)
         per_cat = ", ".join(f"{n} {s}" for n, s in zip(self.category_names, sizes))
         last = self.date_of(self.num_days - 1)
-        return (f"Catalog({self.num_products} products in {self.num_categories} categories, "
-                f"days {self.index_0} .. {last} ({self.num_days}), from {self.path})\n"
-                f"  categories: {per_cat}\n"
-                f"  shelf life {self.shelf_life.min()}..{self.shelf_life.max()} days; "
-                f"traffic mean {self.traffic.mean():,.0f}/day; "
-                f"alpha {self.alpha.min():.2f}..{self.alpha.max():.2f}, beta {self.beta.min():.2f}..{self.beta.max():.2f}")
+        return (
+            f"Catalog({self.num_products} products in {self.num_categories} categories, "
+            f"days {self.index_0} .. {last} ({self.num_days}), from {self.path})\n"
+            f"  categories: {per_cat}\n"
+            f"  shelf life {self.shelf_life.min()}..{self.shelf_life.max()} days; "
+            f"traffic mean {self.traffic.mean():,.0f}/day; "
+            f"alpha {self.alpha.min():.2f}..{self.alpha.max():.2f}, beta {self.beta.min():.2f}..{self.beta.max():.2f}"
+        )
 
     __str__ = __repr__
 
@@ -112,8 +135,10 @@ def _check(name: str, arr: np.ndarray, file: Path, days: int) -> None:
         raise CatalogError(f"{file}: field '{name}' has shape {arr.shape}, expected {want}")
     if kind == "f" and not np.isfinite(arr).all():
         bad = np.argwhere(~np.isfinite(arr))[0].tolist()
-        raise CatalogError(f"{file}: field '{name}' has a NaN or infinite value at index {bad}"
-                           + (" (a product without parameters?)" if shape == ("J",) else ""))
+        raise CatalogError(
+            f"{file}: field '{name}' has a NaN or infinite value at index {bad}"
+            + (" (a product without parameters?)" if shape == ("J",) else "")
+        )
 
 
 def load_catalog(path: str | os.PathLike | None = None) -> Catalog:
@@ -126,7 +151,9 @@ def load_catalog(path: str | os.PathLike | None = None) -> Catalog:
     npz_path, manifest_path = root / "catalog.npz", root / "manifest.json"
     for f in (manifest_path, npz_path):
         if not f.is_file():
-            raise CatalogError(f"missing data file {f} (build it with: python -m rbjax.data.build --out {root})")
+            raise CatalogError(
+                f"missing data file {f} (build it with: python -m rbjax.data.build --out {root})"
+            )
     try:
         manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
         calendar = manifest["calendar"]
@@ -151,5 +178,7 @@ def load_catalog(path: str | os.PathLike | None = None) -> Catalog:
         raise CatalogError(f"{npz_path}: field 'traffic' has a negative customer count")
     if (arrays["shelf_life"] <= 0).any():
         raise CatalogError(f"{npz_path}: field 'shelf_life' must be positive")
-    meta = {k: tuple(str(s) for s in arrays.pop(k)) for k in ("upc", "description", "brand", "category_names")}
+    meta = {
+        k: tuple(str(s) for s in arrays.pop(k)) for k in ("upc", "description", "brand", "category_names")
+    }
     return Catalog(**{k: arrays[k] for k in arrays}, **meta, index_0=calendar["index_0"], path=str(root))

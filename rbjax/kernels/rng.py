@@ -12,6 +12,7 @@ N(np, np(1-p)) clipped to [0, n] above it. The inversion is exact up to the trun
 (P[X > 16 | m < 4] < 1e-6). The normal branch matches the first two moments to O(1/12) and drops the
 skewness (1-2p)/sqrt(np(1-p)) <= 0.5; clipping at 0 biases the mean by < 0.5 % at m = 4.
 """
+
 from __future__ import annotations
 
 import jax
@@ -42,7 +43,7 @@ def bits(key: jax.Array, shape: tuple[int, ...]) -> jax.Array:
 
 
 # the largest float32 below 1: the top 24-bit bin's centre, 1 - 2^-25, would round up to 1.0 in float32
-_BELOW_ONE = float(np.nextafter(np.float32(1.0), np.float32(0.0)))   # numpy: no JAX work at import
+_BELOW_ONE = float(np.nextafter(np.float32(1.0), np.float32(0.0)))  # numpy: no JAX work at import
 
 
 def unit_interval(words: jax.Array) -> jax.Array:
@@ -114,7 +115,9 @@ def multinomial(key: jax.Array, n: jax.Array, probs: jax.Array) -> jax.Array:
     remaining = n.astype(jnp.float32)
     out = []
     for k in range(K - 1):
-        share = jnp.where(tail[..., k] > 0, probs[..., k] / jnp.where(tail[..., k] > 0, tail[..., k], 1.0), 0.0)
+        share = jnp.where(
+            tail[..., k] > 0, probs[..., k] / jnp.where(tail[..., k] > 0, tail[..., k], 1.0), 0.0
+        )
         x = binomial_from_uniform(u[..., k], remaining, share)
         out.append(x)
         remaining = remaining - x

@@ -1,11 +1,12 @@
-"""Two ways of steering XLA on CPU: small reductions written as explicit adds (``fsum``), and arrays
-computed once before their consumers (``materialize``).
+"""Ways of steering XLA on CPU: small reductions written as explicit adds (``fsum``), arrays computed once
+before their consumers (``materialize``), and ranks as unrolled elementwise passes (``rank``).
 
 XLA on CPU may sum an axis in a different order for different batch sizes, so a vmapped float
 reduction can change in its last bit when the batch is split over devices. ``fsum`` adds the slices
 of one axis in index order: the same bits for any batch size or sharding, and on CPU also faster than a
 reduction for the small axes used here (lots, suppliers, pending days, products).
 """
+
 from __future__ import annotations
 
 import jax
@@ -39,4 +40,26 @@ def materialize(*arrays: jax.Array) -> jax.Array:
     pad = max(0, 128 - sum(f.shape[0] for f in flat))
     joined = jnp.concatenate(flat + [jnp.zeros(pad, flat[0].dtype)] * bool(pad))
     m = len(flat)
-    return joined[:m * flat[0].shape[0]].reshape((m,) + shape)[:n]
+    return joined[: m * flat[0].shape[0]].reshape((m,) + shape)[:n]
+
+
+def rank(
+    x: jax.Array, descending: bool = True, group: jax.Array | None = None, among: jax.Array | None = None
+) -> jax.Array:
+    """[J] int32 0-based position of each element of ``x`` [J] in sorted order, ties to the lower index.
+
+    group [J]: positions within each element's group; among [J] bool: only these elements take places.
+    Written as an unrolled sum of elementwise passes, which XLA:CPU fuses into one kernel (far faster than
+    a [J, J] reduction, a sort, or a rolled loop that pays a kernel launch per trip).
+    """
+    J = x.shape[0]
+    idx = jnp.arange(J)
+    pos = jnp.zeros(J, jnp.int32)
+    for i in range(J):
+        ahead = ((x[i] > x) if descending else (x[i] < x)) | ((x[i] == x) & (i < idx))
+        if group is not None:
+            ahead = ahead & (group[i] == group)
+        if among is not None:
+            ahead = ahead & among[i]
+        pos = pos + ahead
+    return pos

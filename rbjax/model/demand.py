@@ -1,15 +1,16 @@
-"""Customer demand (SIMULATOR.md §3.2-3.4): attraction, power-mean category choice, multinomial split.
+"""Customer demand (``docs/model.md``, "Demand"): attraction, power-mean category choice, multinomial split.
 
 Shapes: J products, G categories, S = largest category size.
 """
+
 from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from rbjax.kernels import rng
 from rbjax.config import EnvConfig
+from rbjax.kernels import rng
 from rbjax.params import EnvParams
 
 
@@ -19,8 +20,9 @@ def price_slope(params: EnvParams, cal_day: jax.Array) -> jax.Array:
     return params.beta + params.beta_s * jnp.sin(angle) + params.beta_c * jnp.cos(angle)
 
 
-def attraction(key: jax.Array, params: EnvParams, prices: jax.Array, external: jax.Array,
-               cal_day: jax.Array) -> jax.Array:
+def attraction(
+    key: jax.Array, params: EnvParams, prices: jax.Array, external: jax.Array, cal_day: jax.Array
+) -> jax.Array:
     """[J] a = max(0, exp(alpha + beta(t) p + eps/5) (1 + e)), eps ~ N(0, sigma)."""
     eps = rng.normal(key, prices.shape, prices.dtype) * params.sigma
     utility = params.alpha + price_slope(params, cal_day) * prices + eps / 5.0
@@ -37,8 +39,9 @@ def _grid(config: EnvConfig):
     return np.where(member, grid, 0), member, slot_of
 
 
-def category_demand(key: jax.Array, config: EnvConfig, params: EnvParams, a: jax.Array, visible: jax.Array,
-                    traffic: jax.Array) -> tuple[jax.Array, jax.Array]:
+def category_demand(
+    key: jax.Array, config: EnvConfig, params: EnvParams, a: jax.Array, visible: jax.Array, traffic: jax.Array
+) -> tuple[jax.Array, jax.Array]:
     """Demand per product for one day.
 
     A_c = (sum_vis a^rho)^(1/rho); pi_c = A_c/(1+A_c); D_c ~ Binomial(N, pi_c); D_c is split over the
@@ -47,11 +50,11 @@ def category_demand(key: jax.Array, config: EnvConfig, params: EnvParams, a: jax
     """
     idx, member, slot_of = _grid(config)
     av = jnp.where(visible, a, 0.0)
-    ag = jnp.where(member, av[idx], 0.0)                       # [G, S]
-    power = jnp.sum(ag ** params.rho, axis=-1)
+    ag = jnp.where(member, av[idx], 0.0)  # [G, S]
+    power = jnp.sum(ag**params.rho, axis=-1)
     big_a = jnp.where(power > 0, power, 1.0) ** (1.0 / params.rho) * (power > 0)
     pi = big_a / (1.0 + big_a)
     k_cat, k_split = jax.random.split(key)
     n_cat = rng.binomial(k_cat, jnp.broadcast_to(traffic.astype(a.dtype), pi.shape), pi)
-    split = rng.multinomial(k_split, n_cat, ag)                # [G, S]
+    split = rng.multinomial(k_split, n_cat, ag)  # [G, S]
     return split.reshape(-1)[slot_of].astype(a.dtype), pi

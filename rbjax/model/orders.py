@@ -1,4 +1,4 @@
-"""Orders: validation, funds acceptance, lead times, the pending ring (SIMULATOR.md §3.10, §4).
+"""Orders: validation, funds acceptance, lead times, the pending ring and deliveries (``docs/model.md``).
 
 Rule for several orders on one day: every nonzero (product, supplier) entry of ``Action.order`` is one
 single-line ``place_order`` call. Calls are placed product by product in ``Action.order_rank`` order
@@ -8,13 +8,16 @@ a refused line does not block a later cheaper one.
 Quantities are floored to whole units; negative or non-finite quantities, and lines above the per-order
 unit cap, are refused and counted.
 """
+
 from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
 
 from rbjax.kernels import rng
-from rbjax.kernels.xla import materialize
+from rbjax.kernels.xla import fsum, materialize, rank
+from rbjax.params import World
+from rbjax.state import Pending
 
 
 def sanitize(order: jax.Array, max_units: jax.Array):
@@ -27,14 +30,7 @@ def sanitize(order: jax.Array, max_units: jax.Array):
 
 def call_positions(order_rank: jax.Array) -> jax.Array:
     """[J] int32 position of each product in the day's calls: by ``order_rank``, ties by product index."""
-    J = order_rank.shape[0]
-    idx = jnp.arange(J)
-    # an unrolled sum of elementwise passes: XLA CPU fuses it into one kernel, far faster than a [J, J]
-    # reduction, a sort, or a rolled loop (which pays a kernel launch per trip)
-    pos = jnp.zeros(J, jnp.int32)
-    for i in range(J):
-        pos = pos + ((order_rank[i] < order_rank) | ((order_rank[i] == order_rank) & (i < idx)))
-    return pos
+    return rank(order_rank, descending=False)
 
 
 def accept_by_funds(cost: jax.Array, funds: jax.Array, order_rank: jax.Array | None = None):
@@ -49,7 +45,7 @@ def accept_by_funds(cost: jax.Array, funds: jax.Array, order_rank: jax.Array | N
     number of refusals that are followed by an affordable line, usually 1.
     """
     J, K = cost.shape
-    if order_rank is not None:   # permute the lines into call order once, outside the rounds
+    if order_rank is not None:  # permute the lines into call order once, outside the rounds
         pos = call_positions(order_rank)
         product_at = jnp.zeros(J, jnp.int32).at[pos].set(jnp.arange(J, dtype=jnp.int32))
         accepted, spent = accept_by_funds(cost[product_at], funds)
@@ -58,9 +54,9 @@ def accept_by_funds(cost: jax.Array, funds: jax.Array, order_rank: jax.Array | N
 
     def round_(carry):
         undecided, accepted, left = carry
-        running = jnp.cumsum(jnp.where(undecided, flat, 0.0))   # strictly increasing over the undecided lines
+        running = jnp.cumsum(jnp.where(undecided, flat, 0.0))  # strictly increasing over the undecided lines
         fits = undecided & (running <= left)
-        spent = jnp.max(jnp.where(fits, running, 0.0))          # the fitting lines form a prefix
+        spent = jnp.max(jnp.where(fits, running, 0.0))  # the fitting lines form a prefix
         over = undecided & ~fits
         first_fail = over & (running == jnp.min(jnp.where(over, running, jnp.inf)))
         left = left - spent
@@ -72,22 +68,81 @@ def accept_by_funds(cost: jax.Array, funds: jax.Array, order_rank: jax.Array | N
     return accepted.reshape(J, K), funds - left
 
 
-def place(key, units, quote_price, quote_quality, transport_min, transport_max, cal_day, pend_qty, pend_cost,
-          pend_quality):
+def place(key, pending: Pending, units, quote_price, quote_quality, world: World, cal_day) -> Pending:
     """Draw lead times ~ UniformInt[tmin, tmax] per line and add the lines to the pending ring.
 
-    units: [J, K] accepted units; pend_*: [D, J] ring over arrival day (c % D).
+    units: [J, K] accepted units. For one (arrival day, product) the ring keeps the supplier of the last
+    line placed (lines are placed in supplier order), which ``inventory.receive`` gives the lot.
     """
-    D, K = pend_qty.shape[0], units.shape[-1]
-    lead, = materialize(rng.randint(key, transport_min, transport_max))   # drawn once, read D * K times
-    slot = (cal_day + lead) % D                                            # [J, K]
+    D, K = pending.qty.shape[0], units.shape[-1]
+    (lead,) = materialize(
+        rng.randint(key, world.transport_min, world.transport_max)
+    )  # drawn once, read D*K times
+    slot = (cal_day + lead) % D  # [J, K]
     u = units.astype(quote_price.dtype)
     lines = (u, u * quote_price, u * quote_quality)
     added = [[jnp.zeros_like(u[:, 0]) for _ in range(D)] for _ in lines]
-    for k in range(K):        # unrolled one-hot scatter: elementwise passes beat a [J, K, D] reduction on CPU
+    for k in range(K):  # unrolled one-hot scatter: elementwise passes beat a [J, K, D] reduction on CPU
         for d in range(D):
             hit = slot[:, k] == d
             for x, acc in zip(lines, added):
                 acc[d] = acc[d] + jnp.where(hit, x[:, k], 0.0)
-    qty, cost, quality = (jnp.stack(acc) for acc in added)                 # [D, J]
-    return pend_qty + qty.astype(jnp.int32), pend_cost + cost, pend_quality + quality, lead
+    qty, cost, quality = (jnp.stack(acc) for acc in added)  # [D, J]
+    supplier, ring_day = pending.supplier, jnp.arange(D)[:, None]
+    for k in range(K):
+        hit = (slot[:, k][None, :] == ring_day) & (units[:, k] > 0)[None, :]
+        supplier = jnp.where(hit, jnp.int8(k), supplier)
+    return Pending(
+        qty=pending.qty + qty.astype(jnp.int32),
+        cost=pending.cost + cost,
+        quality=pending.quality + quality,
+        supplier=supplier,
+    )
+
+
+def arrivals(pending: Pending, cal_day) -> tuple[Pending, Pending]:
+    """Pop the orders arriving on ``cal_day``: (the ring with that slot emptied, the delivery [J] per field).
+
+    The delivery's supplier is int32.
+    """
+    slot = (jnp.arange(pending.qty.shape[0]) == cal_day % pending.qty.shape[0])[:, None]
+    arriving = lambda x: fsum(jnp.where(slot, x, 0), 0)
+    delivery = Pending(
+        qty=arriving(pending.qty),
+        cost=arriving(pending.cost),
+        quality=arriving(pending.quality),
+        supplier=arriving(pending.supplier.astype(jnp.int32)),
+    )
+    emptied = pending.replace(
+        qty=jnp.where(slot, 0, pending.qty),
+        cost=jnp.where(slot, 0, pending.cost),
+        quality=jnp.where(slot, 0, pending.quality),
+    )
+    return emptied, delivery
+
+
+def supplier_ranks(
+    lines: jax.Array, quote_quality: jax.Array, quote_price: jax.Array
+) -> dict[str, jax.Array]:
+    """Order-line diagnostics of the day from the quotes the lines used; lines: [J, K] bool.
+
+    Returns int32 counts: order_lines, quality_rank_sum (each line's supplier rank by (-quality, price, id),
+    1 = best), quality_first (lines from the rank-1 quality supplier), price_first (from the cheapest, ties
+    to the lower id).
+    """
+    q, p = quote_quality, quote_price
+    k = jnp.arange(q.shape[-1])
+    ahead_q = (q[:, None, :] > q[:, :, None]) | (
+        (q[:, None, :] == q[:, :, None])
+        & ((p[:, None, :] < p[:, :, None]) | ((p[:, None, :] == p[:, :, None]) & (k[None, :] < k[:, None])))
+    )
+    ahead_p = (p[:, None, :] < p[:, :, None]) | ((p[:, None, :] == p[:, :, None]) & (k[None, :] < k[:, None]))
+    rank_q = 1 + ahead_q.sum(-1)  # [J, K]
+    rank_p = 1 + ahead_p.sum(-1)
+    count = lambda x: jnp.sum(x, dtype=jnp.int32)
+    return dict(
+        order_lines=count(lines),
+        quality_rank_sum=count(jnp.where(lines, rank_q, 0)),
+        quality_first=count(lines & (rank_q == 1)),
+        price_first=count(lines & (rank_p == 1)),
+    )

@@ -1,4 +1,4 @@
-"""Simulated pre-opening history (SIMULATOR.md §3.14, decision 4), run once at reset.
+"""Simulated pre-opening history (``docs/model.md``), run once at reset.
 
 Over the ``history_days`` before opening: prices held in blocks of UniformInt[3, 7] days, drawn from
 U(price_min, p30) or U(p70, price_max) with probability 1/2; every product always in stock; legacy
@@ -6,29 +6,37 @@ demand (per product Binomial(N, T/(1+T)), T = a_j + sum of a over its category, 
 of X a_j / T); supply from the best (0.6) or second-best (0.4) quality supplier of the day; reviews at
 rate 0.03 per unit with the tilted rating distribution; neutral news only, no review gain.
 """
+
 from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+from flax import struct
 
-from rbjax.kernels import rng
-
-from rbjax.model import demand, reviews, suppliers
 from rbjax.config import EnvConfig
+from rbjax.kernels import rng
+from rbjax.model import demand, reviews, sales, suppliers
 from rbjax.params import EnvParams, World
+from rbjax.state import Reviews, Sales
 
 
-def _ring(last: jax.Array, first_cal_day: jax.Array) -> jax.Array:
-    """Place rows for consecutive days starting at ``first_cal_day`` into a ring indexed by day % len."""
-    return jnp.roll(last, first_cal_day % last.shape[0], axis=0)
+@struct.dataclass
+class Opening:
+    """What the pre-opening history leaves the store on its first morning."""
+
+    reviews: Reviews  # review ring and older totals; rating0 = the mean rating at opening
+    sales: Sales  # the last W days' prices and units
+    profit: jax.Array  # [J] float profit at the cheapest daily quote, summed over the history
+    quality_tier: jax.Array  # [J, K] int8 supplier tiers on the last history day
+    price_tier: jax.Array  # [J, K] int8
 
 
-def simulate(key: jax.Array, config: EnvConfig, params: EnvParams, world: World):
-    """Returns a dict with the review ring, older review totals, sales ring, profit score and tiers at opening."""
+def simulate(key: jax.Array, config: EnvConfig, params: EnvParams, world: World) -> Opening:
+    """Play the ``config.history_days`` days before ``params.open_day``."""
     J, K, H = config.num_products, config.num_suppliers, config.history_days
     cats = np.asarray(config.category_of)
-    one_hot_cat = jnp.asarray(np.eye(config.num_categories)[cats], params.alpha.dtype)   # [J, G]
+    one_hot_cat = jnp.asarray(np.eye(config.num_categories)[cats], params.alpha.dtype)  # [J, G]
     f = params.alpha.dtype
     start = params.open_day - H
 
@@ -38,7 +46,9 @@ def simulate(key: jax.Array, config: EnvConfig, params: EnvParams, world: World)
         k = jax.random.fold_in(key, i)
         k_block, k_len, k_band, k_sup, k_attr, k_dem, k_round, k_rev, k_star = jax.random.split(k, 9)
         q_tier, p_tier = suppliers.update_tiers(world, params, q_tier, p_tier, cal, redraw_all=(i == 0))
-        quote_price, quote_quality = suppliers.daily_quotes(world, params, q_tier, p_tier, cal, jnp.zeros(J, f))
+        quote_price, quote_quality = suppliers.daily_quotes(
+            world, params, q_tier, p_tier, cal, jnp.zeros(J, f)
+        )
         # price blocks
         renew = left <= 0
         u = rng.uniform(k_band, (J, 2), f)
@@ -56,23 +66,40 @@ def simulate(key: jax.Array, config: EnvConfig, params: EnvParams, world: World)
         total = a + one_hot_cat @ (a @ one_hot_cat)
         buyers = rng.binomial(k_dem, jnp.full((J,), params.traffic[cal], f), total / (1.0 + total))
         raw = buyers * a / jnp.maximum(total, 1e-30)
-        sales = jnp.floor(raw) + (rng.uniform(k_round, (J,), f) < raw - jnp.floor(raw))
-        n_rev = rng.binomial(k_rev, sales, jnp.broadcast_to(params.history_review_ratio, (J,)))
+        units = jnp.floor(raw) + (rng.uniform(k_round, (J,), f) < raw - jnp.floor(raw))
+        n_rev = rng.binomial(k_rev, units, jnp.broadcast_to(params.history_review_ratio, (J,)))
         stars = reviews.sample_stars(k_star, n_rev, reviews.rating_probs(quality))
-        profit_sum = profit_sum + (price - quote_price.min(-1)) * sales   # in day order: same bits at any batch size
-        return (q_tier, p_tier, price, left, profit_sum), (price, sales, n_rev, stars)
+        profit_sum = (
+            profit_sum + (price - quote_price.min(-1)) * units
+        )  # in day order: same bits at any batch size
+        return (q_tier, p_tier, price, left, profit_sum), (price, units, n_rev, stars)
 
-    init = (jnp.zeros((J, K), jnp.int8), jnp.zeros((J, K), jnp.int8), params.price_min, jnp.zeros(J, jnp.int32),
-            jnp.zeros(J, f))
-    (q_tier, p_tier, _, _, profit), (price, sales, n_rev, stars) = jax.lax.scan(day, init, jnp.arange(H))
+    init = (
+        jnp.zeros((J, K), jnp.int8),
+        jnp.zeros((J, K), jnp.int8),
+        params.price_min,
+        jnp.zeros(J, jnp.int32),
+        jnp.zeros(J, f),
+    )
+    (q_tier, p_tier, _, _, profit), (price, units, n_rev, stars) = jax.lax.scan(day, init, jnp.arange(H))
     R, W = config.review_window, config.sales_window
-    n_rev, stars, sales = n_rev.astype(jnp.int32), stars.astype(jnp.int32), sales.astype(jnp.int32)
-    return dict(
-        rev_count=_ring(n_rev[H - R:], params.open_day - R).astype(jnp.int16),
-        rev_sum=_ring(stars[H - R:], params.open_day - R).astype(jnp.int16),
-        rev_window_count=n_rev[H - R:].sum(0), rev_window_sum=stars[H - R:].sum(0),
-        rev_old_count=n_rev[:H - R].sum(0), rev_old_sum=stars[:H - R].sum(0),
-        hist_price=_ring(price[H - W:], params.open_day - W),
-        hist_units=_ring(sales[H - W:], params.open_day - W),
-        history_profit=profit, quality_tier=q_tier, price_tier=p_tier,
+    n_rev, stars, units = n_rev.astype(jnp.int32), stars.astype(jnp.int32), units.astype(jnp.int32)
+    ring = lambda x, length: jnp.roll(x, (params.open_day - length) % length, axis=0)
+    opening_reviews = Reviews(
+        count=ring(n_rev[H - R :], R).astype(jnp.int16),
+        sum=ring(stars[H - R :], R).astype(jnp.int16),
+        window_count=n_rev[H - R :].sum(0),
+        window_sum=stars[H - R :].sum(0),
+        old_count=n_rev[: H - R].sum(0),
+        old_sum=stars[: H - R].sum(0),
+        rating0=params.anchor_rating.astype(f),
+    )
+    # no review at all before opening: the reference would refuse to start; rbjax uses the anchor rating
+    opening_reviews = opening_reviews.replace(rating0=reviews.window_rating(opening_reviews).astype(f))
+    return Opening(
+        reviews=opening_reviews,
+        sales=sales.from_days(price[H - W :].astype(f), units[H - W :], params.open_day - W),
+        profit=profit.astype(f),
+        quality_tier=q_tier,
+        price_tier=p_tier,
     )

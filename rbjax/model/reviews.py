@@ -1,7 +1,8 @@
-"""Returns, reviews, the rating window and the review gain (SIMULATOR.md §3.6-3.7).
+"""Returns, reviews, the rating window and the review gain (``docs/model.md``).
 
 Shapes: J products, C lots per product, R review-window days (ring), G categories.
 """
+
 from __future__ import annotations
 
 import jax
@@ -9,8 +10,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from rbjax.kernels import rng
+from rbjax.state import Reviews
 
-BASE_RATING_PROBS = np.array([21, 9, 6, 14, 50], np.float64) / 100.0   # p0(k), k = 1..5
+BASE_RATING_PROBS = np.array([21, 9, 6, 14, 50], np.float64) / 100.0  # p0(k), k = 1..5
 STARS = np.arange(1, 6, dtype=np.float64)
 # exact interpolation of (1, .30), (2, .15), (3, .10), (4, .05), (5, .02), highest power first
 RETURN_POLY = np.polyfit(STARS, [0.30, 0.15, 0.10, 0.05, 0.02], 4)
@@ -38,7 +40,9 @@ def tilted_probs_exact(target: float) -> np.ndarray:
     return w / w.sum()
 
 
-TILT_TABLE = np.stack([tilted_probs_exact(1.0 + i * TILT_STEP) for i in range(int(4 / TILT_STEP) + 1)])  # [401, 5]
+TILT_TABLE = np.stack(
+    [tilted_probs_exact(1.0 + i * TILT_STEP) for i in range(int(4 / TILT_STEP) + 1)]
+)  # [401, 5]
 
 
 def rating_probs(quality: jax.Array) -> jax.Array:
@@ -66,7 +70,7 @@ def returns_and_reviews(key: jax.Array, taken: jax.Array, lot_quality: jax.Array
     sold = taken.sum(-1)
     weight = taken / jnp.maximum(sold, 1.0)[:, None]
     p_ret = jnp.sum(weight * return_prob(lot_quality), -1)
-    probs = jnp.einsum("jc,jck->jk", weight, rating_probs(lot_quality))          # [J, 5]
+    probs = jnp.einsum("jc,jck->jk", weight, rating_probs(lot_quality))  # [J, 5]
     k_ret, k_rev, k_star = jax.random.split(key, 3)
     returned = rng.binomial(k_ret, sold, p_ret)
     n_reviews = rng.binomial(k_rev, sold, jnp.broadcast_to(review_ratio, sold.shape))
@@ -78,32 +82,33 @@ def sample_stars(key: jax.Array, n_reviews: jax.Array, probs: jax.Array) -> jax.
     k_star, k_extra = jax.random.split(key)
     cdf = jnp.cumsum(probs, -1)[:, :4]
     u = rng.uniform(k_star, (n_reviews.shape[0], EXACT_REVIEWS), probs.dtype)
-    stars = 1.0 + jnp.sum(u[..., None] > cdf[:, None, :], -1)                   # [J, 8]
+    stars = 1.0 + jnp.sum(u[..., None] > cdf[:, None, :], -1)  # [J, 8]
     drawn = jnp.arange(EXACT_REVIEWS) < n_reviews[:, None]
     star_sum = jnp.sum(jnp.where(drawn, stars, 0.0), -1)
     extra = jnp.maximum(n_reviews - EXACT_REVIEWS, 0.0)
     values = jnp.asarray(STARS, probs.dtype)
     mean = probs @ values
-    var = jnp.maximum(probs @ values ** 2 - mean ** 2, 0.0)
+    var = jnp.maximum(probs @ values**2 - mean**2, 0.0)
     bulk = jnp.round(extra * mean + jnp.sqrt(extra * var) * rng.normal(k_extra, n_reviews.shape, probs.dtype))
     return star_sum + jnp.clip(bulk, extra, 5.0 * extra)
 
 
-def window_rating(window_count, window_sum, old_count, old_sum, rating0):
+def window_rating(reviews: Reviews) -> jax.Array:
     """[J] r-bar: mean rating over the 60-day window, else over all older reviews, else r0.
 
     The reference widens the window in 60-day steps (120, 180, ... days); rbjax keeps the 60 days
     exactly and aggregates everything older, which is identical whenever the widened window reaches the
     first review (always within 4 steps of the 93-day history plus 180-day horizon).
     """
-    recent = window_sum.astype(rating0.dtype) / jnp.maximum(window_count, 1)
-    older = old_sum.astype(rating0.dtype) / jnp.maximum(old_count, 1)
-    return jnp.where(window_count > 0, recent, jnp.where(old_count > 0, older, rating0))
+    r0 = reviews.rating0
+    recent = reviews.window_sum.astype(r0.dtype) / jnp.maximum(reviews.window_count, 1)
+    older = reviews.old_sum.astype(r0.dtype) / jnp.maximum(reviews.old_count, 1)
+    return jnp.where(reviews.window_count > 0, recent, jnp.where(reviews.old_count > 0, older, r0))
 
 
 def review_gain(review_poly: jax.Array, category_of: np.ndarray, rating: jax.Array) -> jax.Array:
     """[J] G_c(r) for each product's category quartic."""
-    coef = review_poly[np.asarray(category_of)]          # [J, 5], highest power first
+    coef = review_poly[np.asarray(category_of)]  # [J, 5], highest power first
     # Horner's rule: only correctly rounded multiplies and adds. A float power (pow) here gave results
     # that depended on the store's position in a large batch on XLA:CPU (tests/test_engine.py).
     gain = coef[:, 0]
@@ -112,18 +117,17 @@ def review_gain(review_poly: jax.Array, category_of: np.ndarray, rating: jax.Arr
     return gain
 
 
-def push_reviews(rev_count, rev_sum, window_count, window_sum, old_count, old_sum, slot, n_reviews, star_sum):
-    """Today's reviews replace ring slot ``slot``; the day leaving the 60-day window moves to the older totals.
-
-    rev_count, rev_sum: [R, J] int16 ring; window_*: [J] int32 running totals over the ring;
-    old_*: [J] int32 totals of everything older.
-    """
-    leaving_count = rev_count[slot].astype(jnp.int32)
-    leaving_sum = rev_sum[slot].astype(jnp.int32)
+def push(reviews: Reviews, slot, n_reviews: jax.Array, star_sum: jax.Array) -> Reviews:
+    """Today's reviews [J] replace ring slot ``slot``; the day leaving the window moves to the older totals."""
+    leaving_count = reviews.count[slot].astype(jnp.int32)
+    leaving_sum = reviews.sum[slot].astype(jnp.int32)
     n = jnp.clip(n_reviews, 0, 32767).astype(jnp.int32)
     total = jnp.clip(star_sum, 0, 32767).astype(jnp.int32)
-    window_count = window_count - leaving_count + n
-    window_sum = window_sum - leaving_sum + total
-    rev_count = rev_count.at[slot].set(n.astype(jnp.int16))
-    rev_sum = rev_sum.at[slot].set(total.astype(jnp.int16))
-    return rev_count, rev_sum, window_count, window_sum, old_count + leaving_count, old_sum + leaving_sum
+    return reviews.replace(
+        count=reviews.count.at[slot].set(n.astype(jnp.int16)),
+        sum=reviews.sum.at[slot].set(total.astype(jnp.int16)),
+        window_count=reviews.window_count - leaving_count + n,
+        window_sum=reviews.window_sum - leaving_sum + total,
+        old_count=reviews.old_count + leaving_count,
+        old_sum=reviews.old_sum + leaving_sum,
+    )

@@ -2,14 +2,15 @@
 
 The reference tags every unit with its supplier, so an agent can read each supplier's return rate and
 mean rating. rbjax keeps one supplier per lot: the supplier of the last line placed for that (product,
-arrival day) (``orders.place``). That is exact whenever a product's lines arriving on one day come from
-one supplier, which is what every shipped policy does. A product's returns and reviews of the day, drawn
-per product (``reviews.returns_and_reviews``), are split over suppliers in proportion to the units each
-supplier's lots sold that day: exact when the day's sales come from one supplier.
+arrival day) (``orders.place``, ``inventory.receive``). That is exact whenever a product's lines
+arriving on one day come from one supplier, which is what every shipped policy does. A product's returns
+and reviews of the day, drawn per product (``reviews.returns_and_reviews``), are split over suppliers in
+proportion to the units each supplier's lots sold that day: exact when the day's sales come from one supplier.
 
 The records are exponential averages with a time constant of ``DAYS`` days (a rolling 30-day window in
 expectation, at a fixed 4 x J x K floats per store).
 """
+
 from __future__ import annotations
 
 import jax
@@ -24,8 +25,9 @@ def sold_by_supplier(taken: jax.Array, lot_supplier: jax.Array, K: int) -> jax.A
     return jnp.stack([jnp.sum(jnp.where(sup == k, taken, 0), -1) for k in range(K)], -1)
 
 
-def update(log: jax.Array, sold_jk: jax.Array, returned: jax.Array, n_reviews: jax.Array,
-           star_sum: jax.Array) -> jax.Array:
+def update(
+    log: jax.Array, sold_jk: jax.Array, returned: jax.Array, n_reviews: jax.Array, star_sum: jax.Array
+) -> jax.Array:
     """Fold one day into ``log`` [4, J, K] (sold, returned, reviews, stars per supplier).
 
     sold_jk: [J, K]; returned, n_reviews, star_sum: [J] product totals, split by each supplier's share.
@@ -33,7 +35,9 @@ def update(log: jax.Array, sold_jk: jax.Array, returned: jax.Array, n_reviews: j
     f = log.dtype
     sold_jk = sold_jk.astype(f)
     share = sold_jk / jnp.maximum(sold_jk.sum(-1, keepdims=True), 1.0)
-    today = jnp.stack([sold_jk, share * returned[:, None], share * n_reviews[:, None], share * star_sum[:, None]])
+    today = jnp.stack(
+        [sold_jk, share * returned[:, None], share * n_reviews[:, None], share * star_sum[:, None]]
+    )
     decay = jnp.asarray(1.0 - 1.0 / DAYS, f)
     return log * decay + today.astype(f)
 
@@ -46,28 +50,3 @@ def view(log: jax.Array):
     sold, returned, reviews, stars = log[0], log[1], log[2], log[3]
     rate = lambda num, den: jnp.where(den > 1e-3, num / jnp.maximum(den, 1e-3), 0.0)
     return rate(returned, sold), rate(stars, reviews), rate(returned.sum(-1), sold.sum(-1))
-
-
-def tag_pending(pend_supplier: jax.Array, units: jax.Array, slot: jax.Array) -> jax.Array:
-    """Record the supplier of today's lines in the pending ring ``pend_supplier`` [D, J] (int8).
-
-    units: [J, K] accepted units; slot: [J, K] ring index of each line's arrival day. Lines are placed in
-    supplier order, so for one (arrival day, product) the last supplier with units wins.
-    """
-    D, K = pend_supplier.shape[0], units.shape[-1]
-    d = jnp.arange(D)[:, None]
-    for k in range(K):
-        hit = (slot[:, k][None, :] == d) & (units[:, k] > 0)[None, :]
-        pend_supplier = jnp.where(hit, jnp.int8(k), pend_supplier)
-    return pend_supplier
-
-
-def tag_lots(lot_supplier: jax.Array, lot_arrival: jax.Array, delivered: jax.Array, supplier: jax.Array,
-             arrival) -> jax.Array:
-    """Give the lots opened by today's delivery their supplier.
-
-    lot_supplier, lot_arrival: [J, C] after ``inventory.deliver``; delivered, supplier: [J] units and
-    supplier of the delivery. A delivery merged into an older lot keeps that lot's supplier.
-    """
-    fresh = (lot_arrival == arrival) & (delivered > 0)[:, None]
-    return jnp.where(fresh, supplier[:, None].astype(lot_supplier.dtype), lot_supplier)

@@ -1,12 +1,13 @@
 """The throughput profiler behind ``rbjax bench`` and ``benchmarks/throughput.py``.
 
 For each policy (oracle, null) x device count x batch size: first call (compile + reset + run), reset rate
-and steady store-days/s (a second call, compilation excluded). Then, at one batch size: each module of
+and steady store-days/s (a second call, compilation excluded). Then, at one batch size: each sub-step of
 the day timed alone, the floor kernel (same state bytes read and written, same random words drawn,
 nothing else) and the step / floor ratio; peak host memory; and the float32 accounting drift against
 float64 over 180 days of the oracle (run in a subprocess with 64-bit JAX). Writes bench.csv,
-modules.csv, bench.md and bench.png into ``out``.
+substeps.csv, bench.md and bench.png into ``out``.
 """
+
 from __future__ import annotations
 
 import json
@@ -22,12 +23,12 @@ import jax
 import numpy as np
 import pandas as pd
 
-from rbjax.perf import profiling
 from rbjax.env import Env
-from rbjax.policies import OracleParams, null_policy, oracle
+from rbjax.perf import profiling
+from rbjax.policies import make
 from rbjax.runners.rollout import _compiled
 
-POLICIES = {"oracle": (oracle, OracleParams.default()), "null": (null_policy, None)}
+POLICIES = ("oracle", "null")  # the throughput table's policies (``rbjax.policies.make``)
 
 
 def _pad_keys(b: int, n_dev: int):
@@ -35,7 +36,7 @@ def _pad_keys(b: int, n_dev: int):
 
 
 def throughput(env: Env, params, policy: str, devices: tuple, batch: int, days: int) -> dict:
-    fn, pp = POLICIES[policy]
+    fn, pp = make(policy)
     keys = _pad_keys(batch, len(devices))
     reset, chunk = _compiled(env, fn, "summary", None, None, devices)
     start = time.perf_counter()
@@ -48,22 +49,35 @@ def throughput(env: Env, params, policy: str, devices: tuple, batch: int, days: 
     start = time.perf_counter()
     jax.block_until_ready(chunk(pp, params, obs, state, keys, np.int32(0), days))
     t_run = time.perf_counter() - start
-    return dict(policy=policy, devices=len(devices), batch=len(keys), store_days_per_s=len(keys) * days / t_run,
-                resets_per_s=len(keys) / t_reset, first_call_s=first)
+    return dict(
+        policy=policy,
+        devices=len(devices),
+        batch=len(keys),
+        store_days_per_s=len(keys) * days / t_run,
+        resets_per_s=len(keys) / t_reset,
+        first_call_s=first,
+    )
 
 
-QUICK_MODULES = ("observe", "category demand", "deliver")
+QUICK_SUBSTEPS = ("expire", "observe")
 
 
-def modules(env: Env, params, batch: int, days_before: int = 20, warmup: str = "oracle",
-            only: tuple[str, ...] | None = None) -> tuple[pd.DataFrame, dict]:
+def substeps(
+    env: Env,
+    params,
+    batch: int,
+    days_before: int = 20,
+    warmup: str = "oracle",
+    only: tuple[str, ...] | None = None,
+) -> tuple[pd.DataFrame, dict]:
     """Module costs, the oracle day and the floor kernel at ``batch`` stores (one device), on the state
     after ``days_before`` days of the ``warmup`` policy."""
-    fn, pp = POLICIES["oracle"]
+    fn, pp = make("oracle")
+    warm_fn, warm_pp = make(warmup)
     keys = jax.random.split(jax.random.key(1), batch)
-    reset, chunk = _compiled(env, POLICIES[warmup][0], "summary", None, None, (jax.devices()[0],))
+    reset, chunk = _compiled(env, warm_fn, "summary", None, None, (jax.devices()[0],))
     obs, state = reset(keys, params)
-    (obs, state), _ = chunk(POLICIES[warmup][1], params, obs, state, keys, np.int32(0), days_before)
+    (obs, state), _ = chunk(warm_pp, params, obs, state, keys, np.int32(0), days_before)
     priv = jax.vmap(env.privileged, in_axes=(0, None))(state, params)
     action = jax.vmap(fn, in_axes=(None, 0, 0, None))(pp, obs, priv, None)
     if only is None:
@@ -71,29 +85,29 @@ def modules(env: Env, params, batch: int, days_before: int = 20, warmup: str = "
         step = jax.jit(jax.vmap(env.step, in_axes=(0, 0, 0, None)))
         t_step = profiling.time_call(step, keys, state, action, params)
         t_policy = profiling.time_call(policy, pp, obs, priv, None)
-    else:   # quick: the day as the warm-up rollout runs it (policy included), no extra compilation
+    else:  # quick: the day as the warm-up rollout runs it (policy included), no extra compilation
         obs_copy, state_copy = jax.block_until_ready(jax.tree.map(lambda x: x.copy(), (obs, state)))
         start = time.perf_counter()
-        jax.block_until_ready(chunk(POLICIES[warmup][1], params, obs_copy, state_copy, keys, np.int32(0),
-                                    days_before))   # the compiled warm-up length: no new compilation
+        jax.block_until_ready(
+            chunk(warm_pp, params, obs_copy, state_copy, keys, np.int32(0), days_before)
+        )  # the compiled warm-up length: no new compilation
         t_step, t_policy = (time.perf_counter() - start) / days_before, float("nan")
-    floor = profiling.floor_kernel(env)
-    copy = lambda: jax.tree.map(lambda x: x.copy(), state)
-    jax.block_until_ready(floor(keys, copy()))
-    runs = []
-    for _ in range(5):
-        s = copy()
-        jax.block_until_ready(s)
-        start = time.perf_counter()
-        jax.block_until_ready(floor(keys, s))
-        runs.append(time.perf_counter() - start)
-    t_floor = min(runs)
-    costs = profiling.module_costs(env, params, state, action, keys, only=only)
+    t_floor = profiling.time_call(
+        profiling.floor_kernel(env), keys, state, fresh=True
+    )  # it donates its state
+    costs = profiling.substep_costs(env, params, state, action, keys, only=only)
     table = pd.DataFrame({"module": list(costs), "ms": [1e3 * v for v in costs.values()]})
     table = table.sort_values("ms", ascending=False, ignore_index=True)
-    summary = dict(batch=batch, state_after=f"{warmup} policy, {days_before} days", step_ms=1e3 * t_step, oracle_ms=1e3 * t_policy, floor_ms=1e3 * t_floor,
-                   step_over_floor=t_step / t_floor, state_bytes=env.state_bytes(jax.tree.map(lambda x: x[0], state)),
-                   random_words_per_day=profiling.words_per_day(env))
+    summary = dict(
+        batch=batch,
+        state_after=f"{warmup} policy, {days_before} days",
+        step_ms=1e3 * t_step,
+        oracle_ms=1e3 * t_policy,
+        floor_ms=1e3 * t_floor,
+        step_over_floor=t_step / t_floor,
+        state_bytes=env.state_bytes(jax.tree.map(lambda x: x[0], state)),
+        random_words_per_day=profiling.words_per_day(env),
+    )
     return table, summary
 
 
@@ -124,21 +138,28 @@ def drift_summary(f32: dict, f64: dict) -> dict:
     draw they diverge. ``*_same_path``: the max drift over each store's days before its first differing
     count, i.e. accounting rounding alone. ``median_first_split_day``: days when a store never splits.
     """
-    same = np.all([f32[k] == f64[k] for k in DRIFT_COUNTS], axis=0)                  # [stores, days]
+    same = np.all([f32[k] == f64[k] for k in DRIFT_COUNTS], axis=0)  # [stores, days]
     days = same.shape[1]
     first = np.where(same.all(1), days, np.argmin(same, 1))
     err = {k: np.abs(f32[k] - f64[k]) for k in ("funds", "net_worth")}
-    res = {k: float(e.max()) for k, e in err.items()} | {"net_worth_scale": float(np.abs(f64["net_worth"]).max())}
+    res = {k: float(e.max()) for k, e in err.items()} | {
+        "net_worth_scale": float(np.abs(f64["net_worth"]).max())
+    }
     before_split = np.arange(days)[None, :] < first[:, None]
     res |= {f"{k}_same_path": float(np.where(before_split, e, 0.0).max()) for k, e in err.items()}
-    return res | {"same_path_stores": int((first == days).sum()), "median_first_split_day": float(np.median(first))}
+    return res | {
+        "same_path_stores": int((first == days).sum()),
+        "median_first_split_day": float(np.median(first)),
+    }
 
 
 def drift(stores: int, days: int) -> dict:
     """Max |float32 - float64| of funds and net worth over ``days`` oracle days (same keys): over everything,
     and (``*_same_path``) over each store's days before its first differing count, where the two runs made the
     same draws and decisions, so the gap is accounting rounding alone."""
-    res = subprocess.run([sys.executable, "-c", _DRIFT, str(stores), str(days)], capture_output=True, text=True)
+    res = subprocess.run(
+        [sys.executable, "-c", _DRIFT, str(stores), str(days)], capture_output=True, text=True
+    )
     if res.returncode:
         raise RuntimeError(f"float64 drift run failed:\n{res.stderr[-2000:]}")
     return json.loads(res.stdout.strip().splitlines()[-1])
@@ -146,6 +167,7 @@ def drift(stores: int, days: int) -> dict:
 
 def plot(table: pd.DataFrame, path: Path) -> None:
     from matplotlib.figure import Figure
+
     fig = Figure(figsize=(6.5, 4.2), layout="constrained")
     ax = fig.subplots()
     for (policy, devices), g in table.groupby(["policy", "devices"]):
@@ -158,10 +180,18 @@ def plot(table: pd.DataFrame, path: Path) -> None:
     fig.savefig(path, dpi=120)
 
 
-def run(policies: list[str], batches: list[int], days: int, device_counts: list[int], module_batch: int,
-        drift_size: tuple[int, int] | None, out: Path, quick: bool = False) -> str:
+def run(
+    policies: list[str],
+    batches: list[int],
+    days: int,
+    device_counts: list[int],
+    module_batch: int,
+    drift_size: tuple[int, int] | None,
+    out: Path,
+    quick: bool = False,
+) -> str:
     """Measure and write the tables; ``drift_size`` = (stores, days) of the float64 comparison, or None.
-    ``quick``: the module table times only QUICK_MODULES, after a few days of the first policy."""
+    ``quick``: the module table times only QUICK_SUBSTEPS, after a few days of the first policy."""
     env = Env()
     params = env.default_params()
     out.mkdir(parents=True, exist_ok=True)
@@ -172,40 +202,68 @@ def run(policies: list[str], batches: list[int], days: int, device_counts: list[
             for b in batches:
                 try:
                     rows.append(throughput(env, params, policy, devices, b, days))
-                except Exception as e:   # a batch too large for memory ends this row of the table
-                    print(f"{policy}, {n} device(s), batch {b}: stopped ({type(e).__name__})", file=sys.stderr)
+                except Exception as e:  # a batch too large for memory ends this row of the table
+                    print(
+                        f"{policy}, {n} device(s), batch {b}: stopped ({type(e).__name__})", file=sys.stderr
+                    )
                     break
                 r = rows[-1]
-                print(f"{policy:6s} {n} dev  batch {r['batch']:6d}: {r['store_days_per_s']:10,.0f} store-days/s, "
-                      f"first call {r['first_call_s']:.1f} s", file=sys.stderr, flush=True)
+                print(
+                    f"{policy:6s} {n} dev  batch {r['batch']:6d}: {r['store_days_per_s']:10,.0f} store-days/s, "
+                    f"first call {r['first_call_s']:.1f} s",
+                    file=sys.stderr,
+                    flush=True,
+                )
     table = pd.DataFrame(rows)
     table.to_csv(out / "bench.csv", index=False)
-    mods, summary = (modules(env, params, module_batch, days, policies[0], QUICK_MODULES) if quick
-                     else modules(env, params, module_batch))
-    mods.to_csv(out / "modules.csv", index=False)
+    mods, summary = (
+        substeps(env, params, module_batch, days, policies[0], QUICK_SUBSTEPS)
+        if quick
+        else substeps(env, params, module_batch)
+    )
+    mods.to_csv(out / "substeps.csv", index=False)
     drifts = drift(*drift_size) if drift_size else None
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024   # KiB -> MiB on Linux
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB -> MiB on Linux
     plot(table, out / "bench.png")
     device = jax.devices()[0]
-    lines = [f"# rbjax throughput ({getattr(device, 'device_kind', device.platform)}, {platform.machine()}, "
-             f"{os.cpu_count()} cores, jax {jax.__version__}, {days}-day scans)", "",
-             "| policy | devices | stores | store-days/s | resets/s | first call (s) |", "|---|---|---|---|---|---|"]
-    lines += [f"| {r.policy} | {r.devices} | {r.batch:,} | {r.store_days_per_s:,.0f} | {r.resets_per_s:,.0f} | "
-              f"{r.first_call_s:.1f} |" for r in table.itertuples()]
-    lines += ["", f"Per module on the state after {summary['state_after']}, {summary['batch']:,} stores, one device "
-              f"(ms per call; the step is timed whole):", "", "| part | ms |", "|---|---|"]
+    lines = [
+        f"# rbjax throughput ({getattr(device, 'device_kind', device.platform)}, {platform.machine()}, "
+        f"{os.cpu_count()} cores, jax {jax.__version__}, {days}-day scans)",
+        "",
+        "| policy | devices | stores | store-days/s | resets/s | first call (s) |",
+        "|---|---|---|---|---|---|",
+    ]
+    lines += [
+        f"| {r.policy} | {r.devices} | {r.batch:,} | {r.store_days_per_s:,.0f} | {r.resets_per_s:,.0f} | "
+        f"{r.first_call_s:.1f} |"
+        for r in table.itertuples()
+    ]
+    lines += [
+        "",
+        f"Per sub-step of the day on the state after {summary['state_after']}, {summary['batch']:,} stores, "
+        f"one device (ms per call; the step is timed whole):",
+        "",
+        "| part | ms |",
+        "|---|---|",
+    ]
     lines += [f"| {r.module} | {r.ms:.2f} |" for r in mods.itertuples()]
-    lines += [f"| **step (whole)** | {summary['step_ms']:.2f} |", f"| oracle policy | {summary['oracle_ms']:.2f} |",
-              f"| floor kernel ({summary['state_bytes']:,} B state, {summary['random_words_per_day']:,} random "
-              f"words per store) | {summary['floor_ms']:.2f} |", "",
-              f"Step / floor: {summary['step_over_floor']:.1f}x. Peak host memory: {peak:,.0f} MiB."]
+    lines += [
+        f"| **step (whole)** | {summary['step_ms']:.2f} |",
+        f"| oracle policy | {summary['oracle_ms']:.2f} |",
+        f"| floor kernel ({summary['state_bytes']:,} B state, {summary['random_words_per_day']:,} random "
+        f"words per store) | {summary['floor_ms']:.2f} |",
+        "",
+        f"Step / floor: {summary['step_over_floor']:.1f}x. Peak host memory: {peak:,.0f} MiB.",
+    ]
     if drifts:
-        lines.append(f"float32 vs float64, {drift_size[0]} oracle stores x {drift_size[1]} days, same keys: max |funds "
-                     f"drift| {drifts['funds']:.3f}, max |net worth drift| {drifts['net_worth']:.3f} (net worth up to "
-                     f"{drifts['net_worth_scale']:,.0f}). While both runs make the same draws and decisions (every "
-                     f"count equal; {drifts['same_path_stores']} of {drift_size[0]} stores all the way, median first "
-                     f"split on day {drifts['median_first_split_day']:.0f}): funds {drifts['funds_same_path']:.3f}, "
-                     f"net worth {drifts['net_worth_same_path']:.3f}.")
+        lines.append(
+            f"float32 vs float64, {drift_size[0]} oracle stores x {drift_size[1]} days, same keys: max |funds "
+            f"drift| {drifts['funds']:.3f}, max |net worth drift| {drifts['net_worth']:.3f} (net worth up to "
+            f"{drifts['net_worth_scale']:,.0f}). While both runs make the same draws and decisions (every "
+            f"count equal; {drifts['same_path_stores']} of {drift_size[0]} stores all the way, median first "
+            f"split on day {drifts['median_first_split_day']:.0f}): funds {drifts['funds_same_path']:.3f}, "
+            f"net worth {drifts['net_worth_same_path']:.3f}."
+        )
     text = "\n".join(lines) + "\n"
     (out / "bench.md").write_text(text)
     return text

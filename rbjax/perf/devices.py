@@ -6,6 +6,7 @@ after importing rbjax, before any JAX computation. GPUs are unaffected. For seve
 script on each after ``jax.distributed.initialize(coordinator_address, num_processes, process_id)``;
 ``jax.devices()`` then spans all hosts and ``rollout`` shards over all of them (see the README).
 """
+
 from __future__ import annotations
 
 import os
@@ -15,10 +16,9 @@ import jax
 
 # jaxlib versions whose XLA:CPU offloads fused broadcast-multiply-reduce kernels to YNNPACK and can then
 # read a broadcast operand at the wrong offset in all but the first of a batch's parallel partitions
-# (seen with jaxlib 0.10.2: stores at positions >= B/3 of a 1,024-store batch got another product's
-# review gain). The flag below turns that offload off. Since the step computes each sampler once
-# (``ops.materialize``) it costs no measurable throughput (2,048 stores, same run: oracle 7,127 store-days/s
-# with it, 6,168 without; null policy 8,599 and 8,331).
+# (stores late in a large batch got another product's review gain; docs/xla_cpu.md). The flag below turns
+# that offload off; since the step computes each sampler once (``kernels.xla.materialize``) it costs no
+# measurable throughput.
 YNN_VERSIONS = ((0, 10, 2), (0, 12, 0))
 YNN_FLAG = "--xla_cpu_experimental_ynn_fusion_type="
 KEEP_YNN = "RBJAX_KEEP_YNN"
@@ -26,6 +26,7 @@ KEEP_YNN = "RBJAX_KEEP_YNN"
 
 def _jaxlib_version() -> tuple[int, ...]:
     import jaxlib
+
     return tuple(int(p) for p in jaxlib.__version__.split(".")[:3] if p.isdigit())
 
 
@@ -42,10 +43,14 @@ def guard_cpu_compiler() -> bool:
     if os.environ.get(KEEP_YNN) == "1" or not lo <= _jaxlib_version() < hi:
         return False
     from jax._src import xla_bridge
+
     if xla_bridge.backends_are_initialized():
-        warnings.warn(f"rbjax: JAX started before rbjax was imported, so XLA:CPU keeps its YNNPACK fusions, which "
-                      f"jaxlib {'.'.join(map(str, lo))} can miscompile (a store's results then depend on its "
-                      f"position in a large batch). Import rbjax first, or set XLA_FLAGS={YNN_FLAG}", stacklevel=3)
+        warnings.warn(
+            f"rbjax: JAX started before rbjax was imported, so XLA:CPU keeps its YNNPACK fusions, which "
+            f"jaxlib {'.'.join(map(str, lo))} can miscompile (a store's results then depend on its "
+            f"position in a large batch). Import rbjax first, or set XLA_FLAGS={YNN_FLAG}",
+            stacklevel=3,
+        )
         return False
     os.environ["XLA_FLAGS"] = (flags + " " + YNN_FLAG).strip()
     return True
@@ -57,10 +62,13 @@ def split_cpu(n: int | None = None) -> int:
     if n < 1:
         raise ValueError(f"split_cpu needs n >= 1, got {n}")
     from jax._src import xla_bridge
+
     if xla_bridge.backends_are_initialized():
-        raise RuntimeError("split_cpu must run before the first JAX computation (the CPU backend is already "
-                           "started); call it right after importing rbjax")
-    if n > 1:   # one thread per device: the devices, not Eigen's pool, share the cores
+        raise RuntimeError(
+            "split_cpu must run before the first JAX computation (the CPU backend is already "
+            "started); call it right after importing rbjax"
+        )
+    if n > 1:  # one thread per device: the devices, not Eigen's pool, share the cores
         flags = os.environ.get("XLA_FLAGS", "")
         if "xla_cpu_multi_thread_eigen" not in flags:
             os.environ["XLA_FLAGS"] = (flags + " --xla_cpu_multi_thread_eigen=false").strip()

@@ -1,7 +1,33 @@
-"""Policies: pure functions ``policy(policy_params, obs, privileged, key) -> Action``."""
-from rbjax.policies.baselines import (BEST_RATED, CHEAPEST, BaseStockParams, RandomParams, SSParams, base_stock,
-                                     null_policy, random_policy, s_S)
-from rbjax.policies.oracle import OracleParams, oracle
+"""Policies: pure functions ``policy(policy_params, obs, privileged, key) -> Action``, and their registry."""
 
-__all__ = ["BEST_RATED", "CHEAPEST", "BaseStockParams", "OracleParams", "RandomParams", "SSParams", "base_stock",
-           "null_policy", "oracle", "random_policy", "s_S"]
+from rbjax.policies.baselines import (
+    BEST_RATED,
+    CHEAPEST,
+    BaseStockParams,
+    RandomParams,
+    SSParams,
+    base_stock,
+    null_policy,
+    random_policy,
+    s_S,
+)
+from rbjax.policies.oracle import OracleParams, oracle
+from rbjax.policies.registry import NAMES, POLICIES, PolicySpec, make
+
+__all__ = [
+    "BEST_RATED",
+    "CHEAPEST",
+    "NAMES",
+    "POLICIES",
+    "BaseStockParams",
+    "OracleParams",
+    "PolicySpec",
+    "RandomParams",
+    "SSParams",
+    "base_stock",
+    "make",
+    "null_policy",
+    "oracle",
+    "random_policy",
+    "s_S",
+]

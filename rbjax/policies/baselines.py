@@ -1,29 +1,37 @@
 """Classic baselines that see only the agent's observation."""
+
 from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
 from flax import struct
 
+from rbjax.policies.estimates import daily_demand, rank, stock_position
 from rbjax.state import Action, Observation
 
 
 def null_policy(policy_params, obs: Observation, privileged, key) -> Action:
     """Do nothing (the shelf stays empty, nothing sells): the cheapest possible day."""
-    return Action(price=obs.prices, shelf=obs.shelf, order=jnp.zeros(obs.quote_price.shape, obs.quote_price.dtype))
+    return Action(
+        price=obs.prices, shelf=obs.shelf, order=jnp.zeros(obs.quote_price.shape, obs.quote_price.dtype)
+    )
 
 
 @struct.dataclass
 class RandomParams:
-    shelf_size: jax.Array     # [] int32 products put on the shelf (the first ones by index)
-    order_prob: jax.Array     # [] chance a shelf product is reordered on a day
-    max_units: jax.Array      # [] order size ~ UniformInt[1, max_units]
-    price_jitter: jax.Array   # [] relative price change ~ U(-jitter, jitter)
+    shelf_size: jax.Array  # [] int32 products put on the shelf (the first ones by index)
+    order_prob: jax.Array  # [] chance a shelf product is reordered on a day
+    max_units: jax.Array  # [] order size ~ UniformInt[1, max_units]
+    price_jitter: jax.Array  # [] relative price change ~ U(-jitter, jitter)
 
     @classmethod
     def default(cls):
-        return cls(shelf_size=jnp.int32(40), order_prob=jnp.float32(0.2), max_units=jnp.float32(150.0),
-                   price_jitter=jnp.float32(0.05))
+        return cls(
+            shelf_size=jnp.int32(40),
+            order_prob=jnp.float32(0.2),
+            max_units=jnp.float32(150.0),
+            price_jitter=jnp.float32(0.05),
+        )
 
 
 def random_policy(params: RandomParams, obs: Observation, privileged, key) -> Action:
@@ -36,7 +44,9 @@ def random_policy(params: RandomParams, obs: Observation, privileged, key) -> Ac
     supplier = jax.random.randint(k_s, (J,), 0, K)
     order = jnp.where(place[:, None] & (jnp.arange(K) == supplier[:, None]), qty[:, None], 0.0)
     price = obs.prices * (1.0 + params.price_jitter * jax.random.uniform(k_p, (J,), minval=-1.0, maxval=1.0))
-    return Action(price=price.astype(obs.prices.dtype), shelf=shelf, order=order.astype(obs.quote_price.dtype))
+    return Action(
+        price=price.astype(obs.prices.dtype), shelf=shelf, order=order.astype(obs.quote_price.dtype)
+    )
 
 
 CHEAPEST, BEST_RATED = 0, 1
@@ -44,17 +54,7 @@ CHEAPEST, BEST_RATED = 0, 1
 
 def shelf_by_history(obs: Observation, size: jax.Array) -> jax.Array:
     """[J] bool: the ``size`` products with the best pre-opening profit (ties: lower index)."""
-    J = obs.history_profit.shape[0]
-    better = (obs.history_profit[None, :] > obs.history_profit[:, None]) | (
-        (obs.history_profit[None, :] == obs.history_profit[:, None]) & (jnp.arange(J)[None, :] < jnp.arange(J)[:, None]))
-    return better.sum(-1) < jnp.minimum(size, obs.shelf_capacity)
-
-
-def daily_demand(obs: Observation, fallback: float = 1.0) -> jax.Array:
-    """[J] mean units sold on the days with a sales record in the window, ``fallback`` without any."""
-    units = obs.sales_units.astype(obs.prices.dtype)
-    days = jnp.sum(obs.sales_units > 0, 0)
-    return jnp.where(days > 0, units.sum(0) / jnp.maximum(days, 1), fallback)
+    return rank(obs.history_profit) < jnp.minimum(size, obs.shelf_capacity)
 
 
 def pick_supplier(obs: Observation, rule: jax.Array) -> jax.Array:
@@ -76,9 +76,10 @@ def _order(obs: Observation, shelf, qty, supplier) -> Action:
 @struct.dataclass
 class BaseStockParams:
     """Order-up-to: every day, lift the stock position to ``cover_days`` days of demand."""
-    shelf_size: jax.Array     # [] int32 shelf products (best pre-opening profit first)
-    cover_days: jax.Array     # [] order up to cover_days x daily demand (on hand + waiting + incoming)
-    supplier: jax.Array       # [] int32 CHEAPEST (0) or BEST_RATED (1)
+
+    shelf_size: jax.Array  # [] int32 shelf products (best pre-opening profit first)
+    cover_days: jax.Array  # [] order up to cover_days x daily demand (on hand + waiting + incoming)
+    supplier: jax.Array  # [] int32 CHEAPEST (0) or BEST_RATED (1)
 
     @classmethod
     def default(cls):
@@ -88,28 +89,35 @@ class BaseStockParams:
 def base_stock(params: BaseStockParams, obs: Observation, privileged, key) -> Action:
     """Base-stock at fixed prices; demand per day from the visible sales records (``daily_demand``)."""
     shelf = shelf_by_history(obs, params.shelf_size)
-    position = (obs.on_hand + obs.waiting + obs.incoming).astype(obs.prices.dtype)
-    return _order(obs, shelf, params.cover_days * daily_demand(obs) - position, pick_supplier(obs, params.supplier))
+    position = stock_position(obs)
+    return _order(
+        obs, shelf, params.cover_days * daily_demand(obs) - position, pick_supplier(obs, params.supplier)
+    )
 
 
 @struct.dataclass
 class SSParams:
     """(s, S): when the stock position falls to ``s_days`` of demand, order up to ``S_days``."""
-    shelf_size: jax.Array     # [] int32
-    s_days: jax.Array         # [] reorder point, days of demand
-    S_days: jax.Array         # [] order-up-to level, days of demand (>= s_days)
-    supplier: jax.Array       # [] int32 CHEAPEST (0) or BEST_RATED (1)
+
+    shelf_size: jax.Array  # [] int32
+    s_days: jax.Array  # [] reorder point, days of demand
+    S_days: jax.Array  # [] order-up-to level, days of demand (>= s_days)
+    supplier: jax.Array  # [] int32 CHEAPEST (0) or BEST_RATED (1)
 
     @classmethod
     def default(cls):
-        return cls(shelf_size=jnp.int32(40), s_days=jnp.float32(4.0), S_days=jnp.float32(12.0),
-                   supplier=jnp.int32(CHEAPEST))
+        return cls(
+            shelf_size=jnp.int32(40),
+            s_days=jnp.float32(4.0),
+            S_days=jnp.float32(12.0),
+            supplier=jnp.int32(CHEAPEST),
+        )
 
 
 def s_S(params: SSParams, obs: Observation, privileged, key) -> Action:
     """(s, S) at fixed prices: fewer, larger orders than base-stock."""
     shelf = shelf_by_history(obs, params.shelf_size)
     rate = daily_demand(obs)
-    position = (obs.on_hand + obs.waiting + obs.incoming).astype(obs.prices.dtype)
+    position = stock_position(obs)
     qty = jnp.where(position <= params.s_days * rate, params.S_days * rate - position, 0.0)
     return _order(obs, shelf, qty, pick_supplier(obs, params.supplier))

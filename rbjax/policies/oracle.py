@@ -1,4 +1,4 @@
-"""The paper's quality-based oracle (ORACLE_AND_METRICS.md §2), as a pure, jittable policy.
+"""The paper's quality-based oracle (``docs/model.md``, "The oracle"), as a pure, jittable policy.
 
 It reads two hidden things through ``Privileged``: the raw supplier quality and today's news effects.
 Everything else comes from the agent's observation. Shapes: J products, K suppliers, W sales-window rows
@@ -11,53 +11,52 @@ demand estimate d = mean units at p* (or the fallback); target = d * clip((1 + e
 when on-hand + waiting <= B * target, order k* up to floor(B * target) on the pipeline, clamped by free
 capacity minus a buffer. The orders are placed in shelf order, so funds refuse them in that order.
 """
+
 from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
 from flax import struct
 
+from rbjax.policies.estimates import price_and_demand, rank, stock_position
 from rbjax.state import Action, Observation, Privileged
 
 
 @struct.dataclass
 class OracleParams:
     products_per_category: jax.Array  # [] int32 n_cat, candidates per category (2)
-    multiplier: jax.Array             # [] B, days of forecast demand: reorder point and order-up-to level (6)
-    window: jax.Array                 # [] int32 sales-history days used (30, at most the env's sales window)
-    fallback_demand: jax.Array        # [] d0, daily demand when the history gives none (10)
-    news_clip: jax.Array              # [2] range of the news multiplier (0.5, 2.0)
-    capacity_buffer: jax.Array        # [] units of capacity kept free (100)
+    multiplier: jax.Array  # [] B, days of forecast demand: reorder point and order-up-to level (6)
+    window: jax.Array  # [] int32 sales-history days used (30, at most the env's sales window)
+    fallback_demand: jax.Array  # [] d0, daily demand when the history gives none (10)
+    news_clip: jax.Array  # [2] range of the news multiplier (0.5, 2.0)
+    capacity_buffer: jax.Array  # [] units of capacity kept free (100)
 
     @classmethod
-    def default(cls, **overrides) -> "OracleParams":
+    def default(cls, **overrides) -> OracleParams:
         """The paper's hard_v2 values; keyword overrides replace single fields."""
-        base = dict(products_per_category=jnp.int32(2), multiplier=jnp.float32(6.0), window=jnp.int32(30),
-                    fallback_demand=jnp.float32(10.0), news_clip=jnp.asarray([0.5, 2.0], jnp.float32),
-                    capacity_buffer=jnp.float32(100.0))
+        base = dict(
+            products_per_category=jnp.int32(2),
+            multiplier=jnp.float32(6.0),
+            window=jnp.int32(30),
+            fallback_demand=jnp.float32(10.0),
+            news_clip=jnp.asarray([0.5, 2.0], jnp.float32),
+            capacity_buffer=jnp.float32(100.0),
+        )
         return cls(**{**base, **{k: jnp.asarray(v, base[k].dtype) for k, v in overrides.items()}})
 
 
 def shelf_plan(params: OracleParams, obs: Observation):
-    """The managed set and its processing order (§2.2).
+    """The managed set and its processing order.
 
     Rank each product inside its category by pre-opening profit (descending, ties by index), keep the top
     n_cat, order them round-robin (every category's rank-1 product in category order, then rank 2, ...)
     and keep the first ``shelf_capacity``. Returns (managed [J] bool, position [J] int32 in that order).
     """
     J = obs.category.shape[0]
-    idx = jnp.arange(J)
-    profit, cat = obs.history_profit, obs.category
-    # unrolled sums over product i: XLA fuses each into one elementwise pass (a rolled loop pays per trip)
-    rank = jnp.zeros(J, jnp.int32)                                                          # 0 = best
-    for i in range(J):
-        before = (profit[i] > profit) | ((profit[i] == profit) & (i < idx))
-        rank = rank + ((cat[i] == cat) & before)
-    candidate = rank < params.products_per_category
-    shelf_key = rank * J + cat                                                              # unique per candidate
-    position = jnp.zeros(J, jnp.int32)
-    for i in range(J):
-        position = position + (candidate[i] & (shelf_key[i] < shelf_key))
+    in_category = rank(obs.history_profit, group=obs.category)  # 0 = best
+    candidate = in_category < params.products_per_category
+    shelf_key = in_category * J + obs.category  # unique per candidate
+    position = rank(shelf_key, descending=False, among=candidate)
     return candidate & (position < obs.shelf_capacity), position
 
 
@@ -68,37 +67,8 @@ def best_supplier(quote_quality: jax.Array, quote_price: jax.Array):
     return k, jnp.take_along_axis(quote_price, k[:, None], -1)[:, 0]
 
 
-def price_and_demand(sales_price: jax.Array, sales_units: jax.Array, cost: jax.Array, window: jax.Array):
-    """History-argmax price with exact price grouping (§2.3 3d).
-
-    sales_price, sales_units: [W, J] oldest first (units 0 = no record); cost: [J] today's c*.
-    Returns (p* [J], mean units at p* [J], has_record [J] bool). Ties go to the price seen first.
-    """
-    W = sales_price.shape[0]
-    units = sales_units.astype(sales_price.dtype)
-    valid = (jnp.arange(W)[:, None] >= W - window) & (sales_units > 0)                    # [W, J]
-    other = jnp.where(valid, sales_price, jnp.nan)            # NaN equals nothing: invalid rows b never count
-    # all pairs (a, b) of rows with equal prices, as one unrolled sum over b: XLA fuses it into a single pass
-    # over [W, J] (a [W, W, J] reduction or a rolled loop over b is several times slower on CPU). The sums
-    # are of small integers, so exact in any order.
-    count, total = jnp.zeros_like(sales_price), jnp.zeros_like(sales_price)
-    for b in range(W):
-        same = sales_price == other[b]                                                  # [W, J] rows a vs row b
-        count = count + same
-        total = total + jnp.where(same, units[b], 0.0)
-    mean_units = total / jnp.maximum(count, 1.0)
-    profit = jnp.where(valid, (sales_price - cost) * mean_units, -jnp.inf)
-    best, top = jnp.zeros(profit.shape[1:], jnp.int32), profit[0]
-    for w in range(1, W):     # first maximum; unrolled compares beat XLA's (value, index) reduction on CPU
-        better = profit[w] > top
-        best, top = jnp.where(better, w, best), jnp.where(better, profit[w], top)
-    pick = lambda x: jnp.take_along_axis(x, best[None], 0)[0]
-    has = valid.any(0)
-    return pick(sales_price), jnp.where(has, pick(mean_units), 0.0), has
-
-
 def order_quantity(params: OracleParams, target, stock, pipeline, free_capacity):
-    """Reorder trigger and quantity (§2.3 3h). All [J] except free_capacity []. Returns units [J] >= 0.
+    """Reorder trigger and quantity. All [J] except free_capacity []. Returns units [J] >= 0.
 
     Ordered when stock (on-hand + waiting) <= B * target: up to max(1, floor(B * target)) on the pipeline,
     at most the free capacity minus the buffer (in-transit units are not counted against capacity).
@@ -117,13 +87,20 @@ def oracle(params: OracleParams, obs: Observation, privileged: Privileged, key=N
     managed, position = shelf_plan(params, obs)
     k_star, cost = best_supplier(privileged.quote_quality, obs.quote_price)
     p_star, demand, has = price_and_demand(obs.sales_price, obs.sales_units, cost, params.window)
-    news = jnp.clip((1.0 + privileged.news_need) * (1.0 + privileged.news_supply), params.news_clip[0],
-                    params.news_clip[1])
+    news = jnp.clip(
+        (1.0 + privileged.news_need) * (1.0 + privileged.news_supply),
+        params.news_clip[0],
+        params.news_clip[1],
+    )
     target = jnp.where(demand > 0, demand, params.fallback_demand) * news
-    stock = (obs.on_hand + obs.waiting).astype(f)
+    stock = stock_position(obs, pipeline=False)
     free = (obs.capacity - obs.on_hand.sum() - obs.waiting.sum()).astype(f)
     qty = jnp.where(managed, order_quantity(params, target, stock, obs.incoming.astype(f), free), 0.0)
     set_price = managed & has & (p_star > 0)
-    return Action(price=jnp.where(set_price, p_star, obs.prices), shelf=managed,
-                  order=jnp.where(jnp.arange(K) == k_star[:, None], qty[:, None], 0.0).astype(f),
-                  set_price=set_price, order_rank=position)
+    return Action(
+        price=jnp.where(set_price, p_star, obs.prices),
+        shelf=managed,
+        order=jnp.where(jnp.arange(K) == k_star[:, None], qty[:, None], 0.0).astype(f),
+        set_price=set_price,
+        order_rank=position,
+    )

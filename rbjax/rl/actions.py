@@ -2,7 +2,7 @@
 
 Per product the policy picks
 - a price move: one of ``PRICE_MOVES`` (relative), or the last option, the price that earned most in the
-  visible sales history at today's cheapest quote (the oracle's history rule, ORACLE_AND_METRICS.md §2.3,
+  visible sales history at today's cheapest quote (the oracle's history rule, ``docs/model.md``,
   on public data); the new price is clamped to ``PRICE_BAND`` x the cheapest quote of the day;
 - an order size: one of ``COVER_DAYS``: order up to that many days of the product's demand (estimated from
   its visible sales records, ``daily_demand``) over its stock position; 0 orders nothing;
@@ -18,17 +18,17 @@ the rent until they sell (5 days of negative funds end the episode). The reserve
 ``RESERVE_SHARE`` of the funds, whichever is smaller: with a fixed reserve, a store whose funds fell below it
 could never restock again and died once its shelf ran empty (most PPO deaths were that).
 """
+
 from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
 from flax import struct
 
-from rbjax.policies.baselines import daily_demand
-from rbjax.policies.oracle import price_and_demand
+from rbjax.policies.estimates import daily_demand, price_and_demand, rank, stock_position
 from rbjax.state import Action, Observation
 
-PRICE_MOVES = (-0.08, -0.02, 0.0, 0.02, 0.08)      # then one more option: the best price in the history
+PRICE_MOVES = (-0.08, -0.02, 0.0, 0.02, 0.08)  # then one more option: the best price in the history
 PRICE_OPTIONS = len(PRICE_MOVES) + 1
 PRICE_BAND = (0.8, 4.0)
 COVER_DAYS = (0.0, 2.0, 4.0, 7.0, 10.0, 14.0)
@@ -41,9 +41,10 @@ RESERVE_SHARE = 0.5
 @struct.dataclass
 class Heads:
     """Network outputs for one store: distribution parameters per product."""
-    price: jax.Array      # [J, PRICE_OPTIONS] logits
-    order: jax.Array      # [J, len(COVER_DAYS)] logits
-    supplier: jax.Array   # [J, K] logits
+
+    price: jax.Array  # [J, PRICE_OPTIONS] logits
+    order: jax.Array  # [J, len(COVER_DAYS)] logits
+    supplier: jax.Array  # [J, K] logits
     shelf_mean: jax.Array  # [J] mean shelf score
     shelf_log_std: jax.Array  # [] log std of the shelf scores
 
@@ -51,10 +52,11 @@ class Heads:
 @struct.dataclass
 class Choice:
     """One sampled decision per product (what PPO stores and scores)."""
-    price: jax.Array      # [J] int32 index into PRICE_MOVES, or len(PRICE_MOVES): the history's best price
-    order: jax.Array      # [J] int32 index into COVER_DAYS
-    supplier: jax.Array   # [J] int32
-    shelf: jax.Array      # [J] float shelf score
+
+    price: jax.Array  # [J] int32 index into PRICE_MOVES, or len(PRICE_MOVES): the history's best price
+    order: jax.Array  # [J] int32 index into COVER_DAYS
+    supplier: jax.Array  # [J] int32
+    shelf: jax.Array  # [J] float shelf score
 
 
 def _categorical_logp(logits, idx):
@@ -70,34 +72,47 @@ def _categorical_entropy(logits):
 def sample(key: jax.Array, heads: Heads) -> Choice:
     k_p, k_o, k_s, k_shelf = jax.random.split(key, 4)
     noise = jax.random.normal(k_shelf, heads.shelf_mean.shape, heads.shelf_mean.dtype)
-    return Choice(price=jax.random.categorical(k_p, heads.price).astype(jnp.int32),
-                  order=jax.random.categorical(k_o, heads.order).astype(jnp.int32),
-                  supplier=jax.random.categorical(k_s, heads.supplier).astype(jnp.int32),
-                  shelf=heads.shelf_mean + jnp.exp(heads.shelf_log_std) * noise)
+    return Choice(
+        price=jax.random.categorical(k_p, heads.price).astype(jnp.int32),
+        order=jax.random.categorical(k_o, heads.order).astype(jnp.int32),
+        supplier=jax.random.categorical(k_s, heads.supplier).astype(jnp.int32),
+        shelf=heads.shelf_mean + jnp.exp(heads.shelf_log_std) * noise,
+    )
 
 
 def mode(heads: Heads) -> Choice:
     """The most likely choice (greedy evaluation)."""
-    return Choice(price=jnp.argmax(heads.price, -1).astype(jnp.int32),
-                  order=jnp.argmax(heads.order, -1).astype(jnp.int32),
-                  supplier=jnp.argmax(heads.supplier, -1).astype(jnp.int32), shelf=heads.shelf_mean)
+    return Choice(
+        price=jnp.argmax(heads.price, -1).astype(jnp.int32),
+        order=jnp.argmax(heads.order, -1).astype(jnp.int32),
+        supplier=jnp.argmax(heads.supplier, -1).astype(jnp.int32),
+        shelf=heads.shelf_mean,
+    )
 
 
 def log_prob(heads: Heads, choice: Choice) -> jax.Array:
     """[J] log-probability of each product's choice; the supplier counts only when ordering."""
     std = jnp.exp(heads.shelf_log_std)
     z = (choice.shelf - heads.shelf_mean) / std
-    shelf = -0.5 * z ** 2 - heads.shelf_log_std - 0.5 * jnp.log(2 * jnp.pi)
+    shelf = -0.5 * z**2 - heads.shelf_log_std - 0.5 * jnp.log(2 * jnp.pi)
     ordering = choice.order > 0
-    return (_categorical_logp(heads.price, choice.price) + _categorical_logp(heads.order, choice.order)
-            + jnp.where(ordering, _categorical_logp(heads.supplier, choice.supplier), 0.0) + shelf)
+    return (
+        _categorical_logp(heads.price, choice.price)
+        + _categorical_logp(heads.order, choice.order)
+        + jnp.where(ordering, _categorical_logp(heads.supplier, choice.supplier), 0.0)
+        + shelf
+    )
 
 
 def entropy(heads: Heads) -> jax.Array:
     """[J] entropy of each product's distributions (supplier always included)."""
     shelf = heads.shelf_log_std + 0.5 * jnp.log(2 * jnp.pi * jnp.e)
-    return (_categorical_entropy(heads.price) + _categorical_entropy(heads.order)
-            + _categorical_entropy(heads.supplier) + shelf)
+    return (
+        _categorical_entropy(heads.price)
+        + _categorical_entropy(heads.order)
+        + _categorical_entropy(heads.supplier)
+        + shelf
+    )
 
 
 def order_budget(funds: jax.Array) -> jax.Array:
@@ -110,22 +125,26 @@ def decode(choice: Choice, obs: Observation) -> Action:
     f = obs.prices.dtype
     J, K = obs.quote_price.shape
     cheapest = obs.quote_price.min(-1)
-    best, _, has_record = price_and_demand(obs.sales_price, obs.sales_units, cheapest, obs.sales_units.shape[0])
+    best, _, has_record = price_and_demand(
+        obs.sales_price, obs.sales_units, cheapest, obs.sales_units.shape[0]
+    )
     historic = choice.price == len(PRICE_MOVES)
     move = jnp.asarray(PRICE_MOVES + (0.0,), f)[choice.price]
     target = jnp.where(historic & has_record, best, obs.prices * (1.0 + move))
     price = jnp.clip(target, PRICE_BAND[0] * cheapest, PRICE_BAND[1] * cheapest)
     score = choice.shelf + SHELF_KEEP * obs.shelf
-    above = (score[None, :] > score[:, None]) | (
-        (score[None, :] == score[:, None]) & (jnp.arange(J)[None, :] < jnp.arange(J)[:, None]))
-    shelf = above.sum(-1) < obs.shelf_capacity
-    position = (obs.on_hand + obs.waiting + obs.incoming).astype(f)
+    shelf = rank(score) < obs.shelf_capacity
+    position = stock_position(obs)
     target = jnp.asarray(COVER_DAYS, f)[choice.order] * daily_demand(obs)
     units = jnp.where(shelf, jnp.clip(jnp.ceil(target - position), 0.0, MAX_UNITS), 0.0)
-    line = jnp.arange(K) == choice.supplier[:, None]                        # [J, K]
+    line = jnp.arange(K) == choice.supplier[:, None]  # [J, K]
     cost = units * jnp.sum(jnp.where(line, obs.quote_price, 0.0), -1)
     # affordable in product order, with a margin so float rounding never makes the env refuse a line
     units = jnp.where(jnp.cumsum(cost) <= order_budget(obs.funds) * (1.0 - 1e-5), units, 0.0)
     order = jnp.where(line, units[:, None], 0.0).astype(f)
-    return Action(price=price.astype(f), shelf=shelf, order=order,
-                  set_price=((move != 0) | historic) & (price != obs.prices))
+    return Action(
+        price=price.astype(f),
+        shelf=shelf,
+        order=order,
+        set_price=((move != 0) | historic) & (price != obs.prices),
+    )

@@ -5,6 +5,7 @@ product embeddings is the store context, fed back to every product. The critic i
 values each product's share of the net worth (``rbjax.rl.rewards``). Parameters do not depend on the
 number of products, so one network serves any catalogue size.
 """
+
 from __future__ import annotations
 
 import flax.linen as nn
@@ -29,6 +30,7 @@ def _dense(n: int, scale: float = np.sqrt(2.0)):
 
 class ActorCritic(nn.Module):
     """(products [J, F], global [G]) -> (Heads, values [J]). Apply with vmap for a batch of stores."""
+
     num_suppliers: int
     hidden: int = 64
 
@@ -44,7 +46,9 @@ class ActorCritic(nn.Module):
         heads = Heads(
             price=_dense(PRICE_OPTIONS, 0.01)(z) + jnp.asarray(PRICE_PRIOR),
             order=_dense(len(COVER_DAYS), 0.01)(z) + jnp.asarray(ORDER_PRIOR),
-            supplier=_dense(self.num_suppliers, 0.01)(z), shelf_mean=_dense(1, 0.01)(z)[:, 0] + SHELF_PRIOR * products[:, HISTORY_PROFIT],
-            shelf_log_std=jnp.clip(log_std, -3.0, 1.0))
+            supplier=_dense(self.num_suppliers, 0.01)(z),
+            shelf_mean=_dense(1, 0.01)(z)[:, 0] + SHELF_PRIOR * products[:, HISTORY_PROFIT],
+            shelf_log_std=jnp.clip(log_std, -3.0, 1.0),
+        )
         v = nn.tanh(_dense(self.hidden)(jnp.concatenate([h, jnp.broadcast_to(context, h.shape), g], -1)))
         return heads, _dense(1, 1.0)(v)[:, 0]

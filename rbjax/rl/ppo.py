@@ -12,14 +12,15 @@ simulated at every step.
 
 Shapes: B stores (``num_envs``), T days per update (``num_steps``), J products, F/G feature sizes.
 """
+
 from __future__ import annotations
 
 import dataclasses
 import functools
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
-import flax.linen as nn
 import jax
 import jax.numpy as jnp
 import optax
@@ -38,9 +39,10 @@ from rbjax.rl.rewards import product_rewards
 @dataclasses.dataclass(frozen=True)
 class PPOConfig:
     """Static PPO settings (a change recompiles)."""
+
     num_envs: int = 512
     num_steps: int = 16
-    total_steps: int = 2_000_000      # store-days over the whole run
+    total_steps: int = 2_000_000  # store-days over the whole run
     epochs: int = 3
     minibatches: int = 8
     lr: float = 1e-3
@@ -59,11 +61,14 @@ class PPOConfig:
             if getattr(self, name) < 1:
                 raise ValueError(f"PPOConfig.{name} must be >= 1, got {getattr(self, name)}")
         if self.num_envs % self.minibatches:
-            raise ValueError(f"PPOConfig.num_envs ({self.num_envs}) must be a multiple of minibatches "
-                             f"({self.minibatches})")
+            raise ValueError(
+                f"PPOConfig.num_envs ({self.num_envs}) must be a multiple of minibatches ({self.minibatches})"
+            )
         if self.num_updates < 1:
-            raise ValueError(f"PPOConfig.total_steps ({self.total_steps}) is below one update "
-                             f"(num_envs x num_steps = {self.num_envs * self.num_steps})")
+            raise ValueError(
+                f"PPOConfig.total_steps ({self.total_steps}) is below one update "
+                f"(num_envs x num_steps = {self.num_envs * self.num_steps})"
+            )
 
     @property
     def num_updates(self) -> int:
@@ -73,10 +78,11 @@ class PPOConfig:
 @struct.dataclass
 class PPOPolicyParams:
     """Everything a trained policy needs to act: network weights and the observation statistics."""
+
     net: Any
-    products: RunningStats    # [F]
-    globals_: RunningStats    # [G]
-    greedy: jax.Array         # [] bool: the most likely choice instead of a sample
+    products: RunningStats  # [F]
+    globals_: RunningStats  # [G]
+    greedy: jax.Array  # [] bool: the most likely choice instead of a sample
 
 
 @struct.dataclass
@@ -84,30 +90,30 @@ class Runner:
     train: TrainState
     obs_products: RunningStats
     obs_globals: RunningStats
-    returns: RunningStats     # [] discounted-return statistics (reward scale)
-    ret_acc: jax.Array        # [B, J] running discounted return per product
-    obs: Any                  # Observation [B]
-    state: Any                # EnvState [B]
-    pool: Any                 # (Observation, EnvState) [B]: where a store restarts after its episode ends
+    returns: RunningStats  # [] discounted-return statistics (reward scale)
+    ret_acc: jax.Array  # [B, J] running discounted return per product
+    obs: Any  # Observation [B]
+    state: Any  # EnvState [B]
+    pool: Any  # (Observation, EnvState) [B]: where a store restarts after its episode ends
     key: jax.Array
 
 
 @struct.dataclass
 class Transition:
-    products: jax.Array       # [B, J, F] normalised
-    globals_: jax.Array       # [B, G]
-    choice: A.Choice          # [B, J]
-    logp: jax.Array           # [B, J]
-    value: jax.Array          # [B, J]
-    reward: jax.Array         # [B, J] scaled
-    done: jax.Array           # [B]
+    products: jax.Array  # [B, J, F] normalised
+    globals_: jax.Array  # [B, G]
+    choice: A.Choice  # [B, J]
+    logp: jax.Array  # [B, J]
+    value: jax.Array  # [B, J]
+    reward: jax.Array  # [B, J] scaled
+    done: jax.Array  # [B]
 
 
 def network(num_suppliers: int, hidden: int) -> ActorCritic:
     return ActorCritic(num_suppliers=num_suppliers, hidden=hidden)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def make_policy(num_suppliers: int, hidden: int) -> Callable:
     """A rollout policy ``policy(PPOPolicyParams, obs, privileged, key) -> Action`` (cached per shape, so
     rollouts with it compile once)."""
@@ -119,6 +125,7 @@ def make_policy(num_suppliers: int, hidden: int) -> Callable:
         sampled, best = A.sample(key, heads), A.mode(heads)
         choice = jax.tree.map(lambda s, b: jnp.where(params.greedy, b, s), sampled, best)
         return A.decode(choice, obs)
+
     return ppo_policy
 
 
@@ -132,8 +139,12 @@ def initial_policy(env: Env, config: PPOConfig, key: jax.Array) -> PPOPolicyPara
     """The untrained policy ``train(key, ...)`` starts from when given no ``init`` (fresh weights, empty
     statistics)."""
     F, G = feature_sizes(env.config.num_suppliers)
-    return PPOPolicyParams(net=init_params(env, config, jax.random.split(key, 3)[0]), products=RunningStats.zeros(F),
-                           globals_=RunningStats.zeros(G), greedy=jnp.asarray(False))
+    return PPOPolicyParams(
+        net=init_params(env, config, jax.random.split(key, 3)[0]),
+        products=RunningStats.zeros(F),
+        globals_=RunningStats.zeros(G),
+        greedy=jnp.asarray(False),
+    )
 
 
 def make_train(env: Env, config: PPOConfig, progress: Callable | None = None):
@@ -162,7 +173,9 @@ def make_train(env: Env, config: PPOConfig, progress: Callable | None = None):
         raw_products, raw_glob = jax.vmap(encode)(runner.obs)
         bad_obs = jnp.sum(~jnp.isfinite(raw_products)) + jnp.sum(~jnp.isfinite(raw_glob))
         # a non-finite number would poison the running statistics for good: zero it, and count it
-        raw_products, raw_glob = (jnp.nan_to_num(x, nan=0.0, posinf=0.0, neginf=0.0) for x in (raw_products, raw_glob))
+        raw_products, raw_glob = (
+            jnp.nan_to_num(x, nan=0.0, posinf=0.0, neginf=0.0) for x in (raw_products, raw_glob)
+        )
         obs_p = runner.obs_products.update(raw_products.reshape(-1, F))
         obs_g = runner.obs_globals.update(raw_glob)
         products, glob = obs_p.normalize(raw_products), obs_g.normalize(raw_glob)
@@ -170,22 +183,42 @@ def make_train(env: Env, config: PPOConfig, progress: Callable | None = None):
         choice = jax.vmap(A.sample)(jax.random.split(k_act, B), heads)
         logp = jax.vmap(A.log_prob)(heads, choice)
         action = jax.vmap(A.decode)(choice, runner.obs)
-        obs, state, reward, term, trunc, info = step(jax.random.split(k_env, B), runner.state, action, env_params)
+        obs, state, reward, term, trunc, info = step(
+            jax.random.split(k_env, B), runner.state, action, env_params
+        )
         done = term | trunc
-        shares = jax.vmap(product_rewards, in_axes=(0, 0, 0, 0, None))(runner.state, state, action, info, env_params)
+        shares = jax.vmap(product_rewards, in_axes=(0, 0, 0, 0, None))(
+            runner.state, state, action, info, env_params
+        )
         bad = bad_obs + jnp.sum(~jnp.isfinite(shares)) + jnp.sum(~jnp.isfinite(action.price))
         shares = jnp.nan_to_num(shares, nan=0.0, posinf=0.0, neginf=0.0)
         ret_acc = runner.ret_acc * config.gamma + shares
         returns = runner.returns.update(ret_acc.reshape(-1, 1))
         scaled = shares / jnp.sqrt(returns.var[0] + 1e-8)
         pick = lambda new, fresh: jax.tree.map(
-            lambda n, f: jnp.where(done.reshape(done.shape + (1,) * (n.ndim - 1)), f, n), new, fresh)
-        stats = dict(ended=done, survived=trunc, final_net_worth=info.net_worth, reward=reward, nonfinite=bad,
-                     invalid=info.invalid_orders + info.refused_orders + info.invalid_prices + info.shelf_refused)
-        runner = runner.replace(obs=pick(obs, pool[0]), state=pick(state, pool[1]),
-                                ret_acc=jnp.where(done[:, None], 0.0, ret_acc),
-                                returns=returns, obs_products=obs_p, obs_globals=obs_g, key=key)
-        return runner, (Transition(products, glob, choice, logp, value, scaled, done.astype(jnp.float32)), stats)
+            lambda n, f: jnp.where(done.reshape(done.shape + (1,) * (n.ndim - 1)), f, n), new, fresh
+        )
+        stats = dict(
+            ended=done,
+            survived=trunc,
+            final_net_worth=info.net_worth,
+            reward=reward,
+            nonfinite=bad,
+            invalid=info.invalid_orders + info.refused_orders + info.invalid_prices + info.shelf_refused,
+        )
+        runner = runner.replace(
+            obs=pick(obs, pool[0]),
+            state=pick(state, pool[1]),
+            ret_acc=jnp.where(done[:, None], 0.0, ret_acc),
+            returns=returns,
+            obs_products=obs_p,
+            obs_globals=obs_g,
+            key=key,
+        )
+        return runner, (
+            Transition(products, glob, choice, logp, value, scaled, done.astype(jnp.float32)),
+            stats,
+        )
 
     def gae(traj: Transition, last_value):
         def back(carry, t):
@@ -194,21 +227,26 @@ def make_train(env: Env, config: PPOConfig, progress: Callable | None = None):
             delta = t.reward + config.gamma * next_value * live - t.value
             adv = delta + config.gamma * config.gae_lambda * live * adv
             return (adv, t.value), adv
+
         _, adv = jax.lax.scan(back, (jnp.zeros_like(last_value), last_value), traj, reverse=True)
         return adv, adv + traj.value
 
     def loss_fn(params, batch: Transition, adv, target):
         heads, value = forward(params, batch.products, batch.globals_)
         logp = jax.vmap(A.log_prob)(heads, batch.choice)
-        ratio = jnp.exp(jnp.clip(logp - batch.logp, -20.0, 20.0))             # [N, J] per product
+        ratio = jnp.exp(jnp.clip(logp - batch.logp, -20.0, 20.0))  # [N, J] per product
         a = (adv - adv.mean()) / (adv.std() + 1e-8)
         policy = -jnp.mean(jnp.minimum(ratio * a, jnp.clip(ratio, 1 - config.clip, 1 + config.clip) * a))
         v_clipped = batch.value + jnp.clip(value - batch.value, -config.clip, config.clip)
         value_loss = 0.5 * jnp.mean(jnp.maximum((value - target) ** 2, (v_clipped - target) ** 2))
         ent = jnp.mean(jax.vmap(A.entropy)(heads))
         total = policy + config.vf_coef * value_loss - config.ent_coef * ent
-        return total, dict(policy_loss=policy, value_loss=value_loss, entropy=ent,
-                           clip_frac=jnp.mean(jnp.abs(ratio - 1) > config.clip))
+        return total, dict(
+            policy_loss=policy,
+            value_loss=value_loss,
+            entropy=ent,
+            clip_frac=jnp.mean(jnp.abs(ratio - 1) > config.clip),
+        )
 
     def epoch(carry, data):
         """One pass over the update's data in M minibatches of whole stores."""
@@ -216,63 +254,91 @@ def make_train(env: Env, config: PPOConfig, progress: Callable | None = None):
         key, k_perm = jax.random.split(key)
         perm = jax.random.permutation(k_perm, B)
         # [T, B, ...] -> [M, T * B / M, ...]
-        shuffle = lambda x: jnp.swapaxes(jnp.take(x, perm, axis=1).reshape((T, M, B // M) + x.shape[2:]), 0, 1
-                                         ).reshape((M, T * (B // M)) + x.shape[2:])
+        shuffle = lambda x: jnp.swapaxes(
+            jnp.take(x, perm, axis=1).reshape((T, M, B // M) + x.shape[2:]), 0, 1
+        ).reshape((M, T * (B // M)) + x.shape[2:])
 
         def minibatch(train, mb):
             grads, aux = jax.grad(loss_fn, has_aux=True)(train.params, *mb)
             return train.apply_gradients(grads=grads), aux
+
         train, aux = jax.lax.scan(minibatch, train, jax.tree.map(shuffle, data))
         return (train, key), aux
 
     def update(runner: Runner, index, env_params):
         key, k_pool = jax.random.split(runner.key)
-        pool = jax.lax.cond((index % config.pool_every == 0) & (index > 0), lambda: reset(jax.random.split(k_pool, B), env_params),
-                            lambda: runner.pool)
-        runner, (traj, stats) = jax.lax.scan(lambda r, _: env_step(r, pool, env_params), runner.replace(key=key, pool=pool),
-                                             None, T)
+        pool = jax.lax.cond(
+            (index % config.pool_every == 0) & (index > 0),
+            lambda: reset(jax.random.split(k_pool, B), env_params),
+            lambda: runner.pool,
+        )
+        runner, (traj, stats) = jax.lax.scan(
+            lambda r, _: env_step(r, pool, env_params), runner.replace(key=key, pool=pool), None, T
+        )
         products, glob = jax.vmap(encode)(runner.obs)
-        _, last_value = forward(runner.train.params, runner.obs_products.normalize(products),
-                                runner.obs_globals.normalize(glob))
+        _, last_value = forward(
+            runner.train.params, runner.obs_products.normalize(products), runner.obs_globals.normalize(glob)
+        )
         adv, target = gae(traj, last_value)
         key, k_epochs = jax.random.split(runner.key)
-        (train, _), aux = jax.lax.scan(lambda c, _: epoch(c, (traj, adv, target)), (runner.train, k_epochs), None,
-                                       config.epochs)
+        (train, _), aux = jax.lax.scan(
+            lambda c, _: epoch(c, (traj, adv, target)), (runner.train, k_epochs), None, config.epochs
+        )
         runner = runner.replace(train=train, key=key)
         ended = stats["ended"].sum()
         metrics = dict(
-            episodes=ended, reward_per_day=stats["reward"].mean(),
-            episode_net_worth=jnp.sum(jnp.where(stats["ended"], stats["final_net_worth"], 0.0)) / jnp.maximum(ended, 1),
-            survival=jnp.sum(stats["survived"]) / jnp.maximum(ended, 1), invalid_actions=stats["invalid"].sum(),
-            nonfinite=stats["nonfinite"].sum(), skipped_steps=train.opt_state.total_notfinite,
-            **jax.tree.map(jnp.mean, aux))
+            episodes=ended,
+            reward_per_day=stats["reward"].mean(),
+            episode_net_worth=jnp.sum(jnp.where(stats["ended"], stats["final_net_worth"], 0.0))
+            / jnp.maximum(ended, 1),
+            survival=jnp.sum(stats["survived"]) / jnp.maximum(ended, 1),
+            invalid_actions=stats["invalid"].sum(),
+            nonfinite=stats["nonfinite"].sum(),
+            skipped_steps=train.opt_state.total_notfinite,
+            **jax.tree.map(jnp.mean, aux),
+        )
         return runner, metrics
 
     def train(key: jax.Array, env_params: EnvParams, init: PPOPolicyParams | None = None):
         _, k_reset, k_run = jax.random.split(key, 3)
         init = initial_policy(env, config, key) if init is None else init
-        tx = optax.apply_if_finite(optax.chain(optax.clip_by_global_norm(config.max_grad_norm),
-                                               optax.adam(lr, eps=1e-5)), max_consecutive_errors=1_000_000)
+        tx = optax.apply_if_finite(
+            optax.chain(optax.clip_by_global_norm(config.max_grad_norm), optax.adam(lr, eps=1e-5)),
+            max_consecutive_errors=1_000_000,
+        )
         obs, state = reset(jax.random.split(k_reset, B), env_params)
         f = env.config.float_dtype
-        runner = Runner(train=TrainState.create(apply_fn=net.apply, params=init.net, tx=tx),
-                        obs_products=init.products, obs_globals=init.globals_,
-                        returns=RunningStats.zeros(1), ret_acc=jnp.zeros((B, env.config.num_products), f), obs=obs, state=state, pool=(obs, state),
-                        key=k_run)
+        runner = Runner(
+            train=TrainState.create(apply_fn=net.apply, params=init.net, tx=tx),
+            obs_products=init.products,
+            obs_globals=init.globals_,
+            returns=RunningStats.zeros(1),
+            ret_acc=jnp.zeros((B, env.config.num_products), f),
+            obs=obs,
+            state=state,
+            pool=(obs, state),
+            key=k_run,
+        )
 
         def update_and_report(runner, i):
             runner, metrics = update(runner, i, env_params)
             if progress is not None:
                 jax.debug.callback(progress, i, metrics)
             return runner, metrics
+
         return jax.lax.scan(update_and_report, runner, jnp.arange(config.num_updates, dtype=jnp.int32))
+
     return train
 
 
 def policy_params(runner: Runner, greedy: bool = False) -> PPOPolicyParams:
     """The acting part of a trained runner."""
-    return PPOPolicyParams(net=runner.train.params, products=runner.obs_products, globals_=runner.obs_globals,
-                           greedy=jnp.asarray(greedy))
+    return PPOPolicyParams(
+        net=runner.train.params,
+        products=runner.obs_products,
+        globals_=runner.obs_globals,
+        greedy=jnp.asarray(greedy),
+    )
 
 
 class ProgressLog:
@@ -287,8 +353,14 @@ class ProgressLog:
         self.times.append(time.perf_counter() - self.start)
         if (i + 1) % self.every == 0 or i + 1 == self.config.num_updates:
             steps = (i + 1) * self.config.num_envs * self.config.num_steps
-            self.printer(f"update {i + 1}/{self.config.num_updates}  {steps:,} store-days  "
-                         f"{steps / self.times[-1]:,.0f}/s  episode net worth {float(metrics['episode_net_worth']):,.0f}"
-                         f"  survival {float(metrics['survival']):.2f}  entropy {float(metrics['entropy']):.2f}"
-                         + (f"  skipped non-finite steps {int(metrics['skipped_steps'])}" if metrics['skipped_steps'] else "")
-                         + (f"  non-finite inputs {int(metrics['nonfinite'])}" if metrics['nonfinite'] else ""))
+            self.printer(
+                f"update {i + 1}/{self.config.num_updates}  {steps:,} store-days  "
+                f"{steps / self.times[-1]:,.0f}/s  episode net worth {float(metrics['episode_net_worth']):,.0f}"
+                f"  survival {float(metrics['survival']):.2f}  entropy {float(metrics['entropy']):.2f}"
+                + (
+                    f"  skipped non-finite steps {int(metrics['skipped_steps'])}"
+                    if metrics["skipped_steps"]
+                    else ""
+                )
+                + (f"  non-finite inputs {int(metrics['nonfinite'])}" if metrics["nonfinite"] else "")
+            )

@@ -1,17 +1,18 @@
-"""The paper's metrics from rollout records (ORACLE_AND_METRICS.md §3), one DataFrame row per store.
+"""The paper's metrics from rollout records (``docs/model.md``, "Metrics"), one DataFrame row per store.
 
-Main table (§3.2), over the D completed days of each store:
+Main table, over the D completed days of each store:
 - survival_days: D; final_net_worth: net worth after the last completed day;
 - total_sales: units sold (returns not subtracted); daily_sold_products: mean count of products with sales;
 - return_ratio: returned / sold; expired_ratio: expired / (sold + expired);
 - stockout_days: days where some product had demand > on-hand > 0; stockout_ratio = stockout_days / D.
-Diagnostics (§3.3): acted_per_day (products with an accepted price call or order line), and over order
+Diagnostics: acted_per_day (products with an accepted price call or order line), and over order
 lines the supplier_quality_score (K - mean quality rank) / (K - 1), quality_first and price_first.
 Ratios with an empty denominator are NaN.
 """
+
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 import jax
 import numpy as np
@@ -21,10 +22,24 @@ from rbjax.runners import paper
 from rbjax.runners.rollout import DaySummary, summarize
 from rbjax.state import DayInfo
 
-MAIN_TABLE = ("survival_days", "final_net_worth", "total_sales", "daily_sold_products", "return_ratio",
-              "expired_ratio", "stockout_days")
-DIAGNOSTICS = ("stockout_ratio", "acted_per_day", "supplier_quality_score", "quality_first", "price_first",
-               "refused_orders", "merged_lots")
+MAIN_TABLE = (
+    "survival_days",
+    "final_net_worth",
+    "total_sales",
+    "daily_sold_products",
+    "return_ratio",
+    "expired_ratio",
+    "stockout_days",
+)
+DIAGNOSTICS = (
+    "stockout_ratio",
+    "acted_per_day",
+    "supplier_quality_score",
+    "quality_first",
+    "price_first",
+    "refused_orders",
+    "merged_lots",
+)
 
 
 def _ratio(num, den):
@@ -50,49 +65,68 @@ def store_metrics(records: DaySummary | DayInfo, num_suppliers: int = 5) -> pd.D
     sold, returned, expired, lines = total(r.sold), total(r.returned), total(r.expired), total(r.order_lines)
     stockout_days = total(r.stockouts > 0)
     mean_rank = _ratio(total(r.quality_rank_sum), lines)
-    return pd.DataFrame({
-        "survival_days": days,
-        "final_net_worth": r.net_worth[rows, last].astype(np.float64),
-        "total_sales": sold.astype(np.int64),
-        "daily_sold_products": _ratio(total(r.products_sold), days),
-        "return_ratio": _ratio(returned, sold),
-        "expired_ratio": _ratio(expired, sold + expired),
-        "stockout_days": stockout_days.astype(np.int64),
-        "stockout_ratio": _ratio(stockout_days, days),
-        "acted_per_day": _ratio(total(r.acted), days),
-        "supplier_quality_score": (num_suppliers - mean_rank) / (num_suppliers - 1),
-        "quality_first": _ratio(total(r.quality_first), lines),
-        "price_first": _ratio(total(r.price_first), lines),
-        "refused_orders": total(r.refused_orders).astype(np.int64),
-        "merged_lots": total(r.merged_lots).astype(np.int64),
-    })
+    return pd.DataFrame(
+        {
+            "survival_days": days,
+            "final_net_worth": r.net_worth[rows, last].astype(np.float64),
+            "total_sales": sold.astype(np.int64),
+            "daily_sold_products": _ratio(total(r.products_sold), days),
+            "return_ratio": _ratio(returned, sold),
+            "expired_ratio": _ratio(expired, sold + expired),
+            "stockout_days": stockout_days.astype(np.int64),
+            "stockout_ratio": _ratio(stockout_days, days),
+            "acted_per_day": _ratio(total(r.acted), days),
+            "supplier_quality_score": (num_suppliers - mean_rank) / (num_suppliers - 1),
+            "quality_first": _ratio(total(r.quality_first), lines),
+            "price_first": _ratio(total(r.price_first), lines),
+            "refused_orders": total(r.refused_orders).astype(np.int64),
+            "merged_lots": total(r.merged_lots).astype(np.int64),
+        }
+    )
 
 
-def summary(table: pd.DataFrame, by: str | list[str] | None = None,
-            metrics: tuple[str, ...] = MAIN_TABLE + DIAGNOSTICS) -> pd.DataFrame:
+def summary(
+    table: pd.DataFrame,
+    by: str | list[str] | None = None,
+    metrics: tuple[str, ...] = MAIN_TABLE + DIAGNOSTICS,
+) -> pd.DataFrame:
     """Mean, sd, 5/50/95 % quantiles and count over stores (seeds), per group of ``by`` (default: all).
 
     Returns a DataFrame with (metric, statistic) columns, one row per group (a single row without ``by``).
     """
     cols = [m for m in metrics if m in table.columns]
     groups = table.groupby(by, sort=True) if by is not None else table.assign(_all=0).groupby("_all")
-    parts = {"mean": groups[cols].mean(), "sd": groups[cols].std(), "q05": groups[cols].quantile(0.05),
-             "q50": groups[cols].quantile(0.5), "q95": groups[cols].quantile(0.95), "n": groups[cols].count()}
+    parts = {
+        "mean": groups[cols].mean(),
+        "sd": groups[cols].std(),
+        "q05": groups[cols].quantile(0.05),
+        "q50": groups[cols].quantile(0.5),
+        "q95": groups[cols].quantile(0.95),
+        "n": groups[cols].count(),
+    }
     out = pd.concat(parts, axis=1).swaplevel(0, 1, axis=1)
     out = out[[(m, s) for m in cols for s in parts]]
     return out.reset_index(drop=True) if by is None else out
 
 
-def compare(table: pd.DataFrame, reference: Mapping[str, float] = paper.ORACLE,
-            metrics: tuple[str, ...] = MAIN_TABLE) -> pd.DataFrame:
+def compare(
+    table: pd.DataFrame, reference: Mapping[str, float] = paper.ORACLE, metrics: tuple[str, ...] = MAIN_TABLE
+) -> pd.DataFrame:
     """rbjax mean ± sd beside a reference row (default: the paper's oracle), with the gap in sd units."""
     rows = []
     for m in metrics:
         x = table[m].dropna()
         mean, sd = float(x.mean()), float(x.std()) if len(x) > 1 else float("nan")
         ref = reference.get(m, float("nan"))
-        rows.append({"metric": m, "mean": mean, "sd": sd, "paper": ref,
-                     "gap_sd": (mean - ref) / sd if sd > 0 else float("nan")})
+        rows.append(
+            {
+                "metric": m,
+                "mean": mean,
+                "sd": sd,
+                "paper": ref,
+                "gap_sd": (mean - ref) / sd if sd > 0 else float("nan"),
+            }
+        )
     return pd.DataFrame(rows).set_index("metric")
 
 
@@ -102,8 +136,10 @@ def format_compare(cmp: pd.DataFrame) -> str:
     for m, row in cmp.iterrows():
         big = abs(row["mean"]) >= 100
         fmt = (lambda v: f"{v:,.0f}") if big else (lambda v: f"{v:.4f}")
-        lines.append(f"{m:22s} {fmt(row['mean']) + ' ± ' + fmt(row['sd']):>26s} {fmt(row['paper']):>12s} "
-                     f"{row['gap_sd']:>+9.2f}")
+        lines.append(
+            f"{m:22s} {fmt(row['mean']) + ' ± ' + fmt(row['sd']):>26s} {fmt(row['paper']):>12s} "
+            f"{row['gap_sd']:>+9.2f}"
+        )
     return "\n".join(lines)
 
 

@@ -1,4 +1,5 @@
 """Matplotlib figures for sweeps and trajectories (``matplotlib.figure.Figure``: no pyplot state, headless)."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -7,6 +8,7 @@ import pandas as pd
 
 def _figure(ncols: int = 1, width: float = 5.5, height: float = 4.0):
     from matplotlib.figure import Figure
+
     fig = Figure(figsize=(width * ncols, height), layout="constrained")
     return fig, fig.subplots(1, ncols, squeeze=False)[0]
 
@@ -18,7 +20,9 @@ def plot_sweep(summary: pd.DataFrame, metric: str, x: str, y: str | None = None)
     summary: ``SweepResult.summary`` (index: parameter values; columns: (metric, statistic)).
     """
     if metric not in summary.columns.get_level_values(0):
-        raise ValueError(f"unknown metric {metric!r}; the summary has {sorted(set(summary.columns.get_level_values(0)))}")
+        raise ValueError(
+            f"unknown metric {metric!r}; the summary has {sorted(set(summary.columns.get_level_values(0)))}"
+        )
     df = summary[metric].reset_index()
     names = [n for n in summary.index.names if n is not None]
     for name in (x, y):
@@ -48,9 +52,15 @@ def plot_sweep(summary: pd.DataFrame, metric: str, x: str, y: str | None = None)
         ax.set_ylabel(y)
         ax.set_title(label(key) or metric, fontsize="small")
         for (i, j), v in np.ndenumerate(table.to_numpy()):
-            ax.text(j, i, f"{v:,.0f}" if abs(v) >= 100 else f"{v:.3g}", ha="center", va="center",
-                    color="k" if hi > lo and (v - lo) / (hi - lo) > 0.6 else "w",
-                    fontsize="x-small")
+            ax.text(
+                j,
+                i,
+                f"{v:,.0f}" if abs(v) >= 100 else f"{v:.3g}",
+                ha="center",
+                va="center",
+                color="k" if hi > lo and (v - lo) / (hi - lo) > 0.6 else "w",
+                fontsize="x-small",
+            )
     fig.colorbar(im, ax=list(axes), label=f"{metric} (mean over seeds)")
     return fig
 
@@ -86,7 +96,7 @@ def plot_learning_curve(curve: pd.DataFrame):
     axes[1].set_ylabel("entropy per product")
     for ax in axes:
         ax.set_xlabel("store-days")
-        if "stage" in curve:   # a run continued from a checkpoint (``rbjax train ppo --init``)
+        if "stage" in curve:  # a run continued from a checkpoint (``rbjax train ppo --init``)
             for start in x[curve["stage"].diff().fillna(0) != 0]:
                 ax.axvline(start, color="grey", ls="--", lw=1)
     return fig

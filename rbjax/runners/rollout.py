@@ -2,35 +2,38 @@
 
 A policy is any pure function ``policy(policy_params, obs, privileged, key) -> Action``.
 """
+
 from __future__ import annotations
 
 import sys
 import time
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 from flax import struct
-from jax.sharding import Mesh, PartitionSpec as P
+from jax.sharding import Mesh
+from jax.sharding import PartitionSpec as P
 
 from rbjax.env import Env
 from rbjax.params import EnvParams
-from rbjax.state import Action, DayInfo, EnvState
+from rbjax.state import Action, DayInfo
 
 Policy = Callable[..., Action]
-STORES = "stores"   # the mesh axis the batch of stores is split over
+STORES = "stores"  # the mesh axis the batch of stores is split over
 
 
 @struct.dataclass
 class DaySummary:
     """Per-day scalars per store: all the main-table metrics need, at a fraction of DayInfo's size."""
-    sold: jax.Array            # [] units sold
-    returned: jax.Array        # []
-    expired: jax.Array         # []
-    products_sold: jax.Array   # [] products with sales > 0
-    stockouts: jax.Array       # [] products with demand > on-hand > 0
-    acted: jax.Array           # [] products with an executed price update or order line
+
+    sold: jax.Array  # [] units sold
+    returned: jax.Array  # []
+    expired: jax.Array  # []
+    products_sold: jax.Array  # [] products with sales > 0
+    stockouts: jax.Array  # [] products with demand > on-hand > 0
+    acted: jax.Array  # [] products with an executed price update or order line
     revenue: jax.Array
     refunds: jax.Array
     order_cost: jax.Array
@@ -50,12 +53,25 @@ def summarize(info: DayInfo) -> DaySummary:
     acted = info.price_changed | (info.ordered > 0)
     count = lambda x: jnp.sum(x, axis=-1, dtype=jnp.int32)
     return DaySummary(
-        sold=count(info.sold), returned=count(info.returned), expired=count(info.expired),
-        products_sold=count(info.sold > 0), stockouts=count(info.stockout), acted=count(acted),
-        revenue=info.revenue, refunds=info.refunds, order_cost=info.order_cost,
-        funds=info.funds, net_worth=info.net_worth, order_lines=info.order_lines,
-        quality_rank_sum=info.quality_rank_sum, quality_first=info.quality_first, price_first=info.price_first,
-        refused_orders=info.refused_orders, merged_lots=info.merged_lots, alive=info.alive)
+        sold=count(info.sold),
+        returned=count(info.returned),
+        expired=count(info.expired),
+        products_sold=count(info.sold > 0),
+        stockouts=count(info.stockout),
+        acted=count(acted),
+        revenue=info.revenue,
+        refunds=info.refunds,
+        order_cost=info.order_cost,
+        funds=info.funds,
+        net_worth=info.net_worth,
+        order_lines=info.order_lines,
+        quality_rank_sum=info.quality_rank_sum,
+        quality_first=info.quality_first,
+        price_first=info.price_first,
+        refused_orders=info.refused_orders,
+        merged_lots=info.merged_lots,
+        alive=info.alive,
+    )
 
 
 def _one_store(env: Env, policy: Policy, records: str):
@@ -66,13 +82,26 @@ def _one_store(env: Env, policy: Policy, records: str):
             action = policy(policy_params, obs, env.privileged(state, env_params), k_pol)
             obs, state, _, _, _, info = env.step(k_env, state, action, env_params)
             return (obs, state), (info if records == "full" else summarize(info))
+
         return jax.lax.scan(body, (obs, state), first_day + jnp.arange(days, dtype=jnp.int32))
+
     return advance
 
 
-def rollout(env: Env, policy: Policy, policy_params, env_params: EnvParams, keys: jax.Array, days: int = 180, *,
-            policy_axes=None, env_axes=None, records: str = "summary", progress: bool | int = False,
-            devices: Sequence[jax.Device] | None = None):
+def rollout(
+    env: Env,
+    policy: Policy,
+    policy_params,
+    env_params: EnvParams,
+    keys: jax.Array,
+    days: int = 180,
+    *,
+    policy_axes=None,
+    env_axes=None,
+    records: str = "summary",
+    progress: bool | int = False,
+    devices: Sequence[jax.Device] | None = None,
+):
     """Run ``len(keys)`` stores for ``days`` days.
 
     keys: [B] PRNG keys (one episode each). policy_axes / env_axes: ``vmap`` in_axes for the params
@@ -94,8 +123,9 @@ def rollout(env: Env, policy: Policy, policy_params, env_params: EnvParams, keys
     devices = tuple(jax.devices() if devices is None else devices)
     n = len(keys)
     pad = -n % len(devices)
-    policy_params, env_params, keys = (_pad(x, axes, pad) for x, axes in
-                                       ((policy_params, policy_axes), (env_params, env_axes), (keys, 0)))
+    policy_params, env_params, keys = (
+        _pad(x, axes, pad) for x, axes in ((policy_params, policy_axes), (env_params, env_axes), (keys, 0))
+    )
     k_reset, k_run = jnp.moveaxis(jax.vmap(lambda k: jax.random.split(k))(keys), 1, 0)
     reset, step_chunk = _compiled(env, policy, records, policy_axes, env_axes, devices)
     obs, state = reset(k_reset, env_params)
@@ -123,8 +153,9 @@ def _pad(tree, axes, pad: int):
     grow = lambda x: jnp.concatenate([x, jnp.repeat(x[-1:], pad, axis=0)])
     if axes == 0:
         return jax.tree.map(grow, tree)
-    return jax.tree.map(lambda a, x: x if a is None else jax.tree.map(grow, x), axes, tree,
-                        is_leaf=lambda x: x is None)
+    return jax.tree.map(
+        lambda a, x: x if a is None else jax.tree.map(grow, x), axes, tree, is_leaf=lambda x: x is None
+    )
 
 
 def _specs(axes):
@@ -157,10 +188,13 @@ def _compiled(env: Env, policy: Policy, records: str, policy_axes, env_axes, dev
         _CACHE[reset_spec] = (env, jax.jit(reset))
     spec = (id(env), policy, records, repr(policy_axes), repr(env_axes), devices)
     if spec not in _CACHE:
-        advance = jax.vmap(_one_store(env, policy, records), in_axes=(policy_axes, env_axes, 0, 0, 0, None, None))
+        advance = jax.vmap(
+            _one_store(env, policy, records), in_axes=(policy_axes, env_axes, 0, 0, 0, None, None)
+        )
         if len(devices) > 1:
             inner, specs = advance, (_specs(policy_axes), _specs(env_axes), P(STORES), P(STORES), P(STORES))
             advance = lambda pp, ep, obs, state, key, first, days: _mesh_map(
-                lambda *a: inner(*a, first, days), devices, specs)(pp, ep, obs, state, key)
+                lambda *a: inner(*a, first, days), devices, specs
+            )(pp, ep, obs, state, key)
         _CACHE[spec] = (env, jax.jit(advance, static_argnums=(6,), donate_argnums=(2, 3)))
     return _CACHE[reset_spec][1], _CACHE[spec][1]

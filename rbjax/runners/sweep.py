@@ -10,21 +10,23 @@ copies the catalogue tables per store. Seed s uses the same key at every point (
 so differences between points are paired. Batches larger than ``batch_size`` run in equal chunks (the last
 one padded), which compiles once.
 """
+
 from __future__ import annotations
 
 import dataclasses
 import itertools
 import sys
 import time
-from typing import Any, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import jax
 import numpy as np
 import pandas as pd
 
-from rbjax.runners import metrics
 from rbjax.env import Env
 from rbjax.params import EnvParams
+from rbjax.runners import metrics
 from rbjax.runners.rollout import rollout
 
 
@@ -36,15 +38,16 @@ def grid(**values: Sequence[Any]) -> list[dict[str, Any]]:
 
 @dataclasses.dataclass
 class SweepResult:
-    table: pd.DataFrame      # one row per (point, seed): parameter columns, point, seed, metrics
-    summary: pd.DataFrame    # one row per point (index: parameter values), (metric, statistic) columns
-    names: list[str]         # swept parameter columns
-    seconds: float           # wall time, compilation included
+    table: pd.DataFrame  # one row per (point, seed): parameter columns, point, seed, metrics
+    summary: pd.DataFrame  # one row per point (index: parameter values), (metric, statistic) columns
+    names: list[str]  # swept parameter columns
+    seconds: float  # wall time, compilation included
     store_days: int
 
     def plot(self, metric: str = "final_net_worth", x: str | None = None, y: str | None = None, **kwargs):
         """Error bars against one parameter, or a heat map over two (``rbjax.plots.plot_sweep``)."""
         from rbjax.runners.plots import plot_sweep
+
         return plot_sweep(self.summary, metric, x or self.names[0], y, **kwargs)
 
 
@@ -55,39 +58,58 @@ def _fields(obj) -> list[str]:
 def _resolve(name: str, policy_params, env_params: EnvParams) -> tuple[str, str]:
     """'policy.x' / 'env.x' / bare 'x' -> (scope, field); a clear error for unknown or ambiguous names."""
     scope, _, field = name.rpartition(".")
-    in_policy = policy_params is not None and dataclasses.is_dataclass(policy_params) and field in _fields(policy_params)
+    in_policy = (
+        policy_params is not None
+        and dataclasses.is_dataclass(policy_params)
+        and field in _fields(policy_params)
+    )
     in_env = field in _fields(env_params) and field != "world"
     if scope == "policy" and in_policy or scope == "" and in_policy and not in_env:
         return "policy", field
     if scope == "env" and in_env or scope == "" and in_env and not in_policy:
         return "env", field
     if scope == "" and in_policy and in_env:
-        raise ValueError(f"sweep parameter {name!r} is both a policy and an env field: write 'policy.{field}' or "
-                         f"'env.{field}'")
+        raise ValueError(
+            f"sweep parameter {name!r} is both a policy and an env field: write 'policy.{field}' or "
+            f"'env.{field}'"
+        )
     policy_fields = _fields(policy_params) if dataclasses.is_dataclass(policy_params) else []
     known = sorted(set(policy_fields) | (set(_fields(env_params)) - {"world"}))
-    raise ValueError(f"sweep parameter {name!r} is not a field of the policy params or the env params; known: {known}")
+    raise ValueError(
+        f"sweep parameter {name!r} is not a field of the policy params or the env params; known: {known}"
+    )
 
 
 def _batched(base, fields: dict[str, list], stores: np.ndarray):
     """(params with swept leaves stacked over ``stores``, vmap axes pytree)."""
     if not fields:
         return base, None
-    leaves, axes = {}, {f: None for f in _fields(base)}
+    leaves, axes = {}, dict.fromkeys(_fields(base))
     for field, values in fields.items():
         ref = np.asarray(getattr(base, field))
         try:
             col = np.stack([np.broadcast_to(np.asarray(v, ref.dtype), ref.shape) for v in values])
         except ValueError as e:
-            raise ValueError(f"sweep values for {field!r} must broadcast to its shape {ref.shape}: {e}") from None
+            raise ValueError(
+                f"sweep values for {field!r} must broadcast to its shape {ref.shape}: {e}"
+            ) from None
         leaves[field] = col[stores]
         axes[field] = 0
     return base.replace(**leaves), base.replace(**axes)
 
 
-def sweep(env: Env, policy: Callable, policy_params, env_params: EnvParams, points: Sequence[Mapping[str, Any]],
-          seeds: int = 16, days: int = 180, key: int | jax.Array = 0, batch_size: int = 2048,
-          progress: bool = False) -> SweepResult:
+def sweep(
+    env: Env,
+    policy: Callable,
+    policy_params,
+    env_params: EnvParams,
+    points: Sequence[Mapping[str, Any]],
+    seeds: int = 16,
+    days: int = 180,
+    key: int | jax.Array = 0,
+    batch_size: int = 2048,
+    progress: bool = False,
+) -> SweepResult:
     """Run every point of ``points`` (a list of {parameter: value}, e.g. from ``grid``) with ``seeds`` seeds.
 
     Parameter names are policy or env params fields ('multiplier', 'shelf_capacity'), prefixed with
@@ -100,9 +122,11 @@ def sweep(env: Env, policy: Callable, policy_params, env_params: EnvParams, poin
     if any(list(p) != names for p in points):
         raise ValueError(f"every sweep point must set the same parameters {names}")
     scoped = {n: _resolve(n, policy_params, env_params) for n in names}
-    values = {scope: {f: [p[n] for p in points] for n, (s, f) in scoped.items() if s == scope}
-              for scope in ("policy", "env")}
-    for i, p in enumerate(points):   # each point's env params must be valid on their own
+    values = {
+        scope: {f: [p[n] for p in points] for n, (s, f) in scoped.items() if s == scope}
+        for scope in ("policy", "env")
+    }
+    for i, p in enumerate(points):  # each point's env params must be valid on their own
         try:
             env.check_params(env_params.replace(**{f: np.asarray(v[i]) for f, v in values["env"].items()}))
         except ValueError as e:
@@ -113,20 +137,37 @@ def sweep(env: Env, policy: Callable, policy_params, env_params: EnvParams, poin
     seed_keys = jax.random.split(jax.random.key(key) if isinstance(key, int) else key, seeds)
     start, outs = time.perf_counter(), []
     for c in range(n_chunks):
-        stores = np.minimum(np.arange(c * chunk, (c + 1) * chunk), n_stores - 1)   # pad the last chunk
+        stores = np.minimum(np.arange(c * chunk, (c + 1) * chunk), n_stores - 1)  # pad the last chunk
         point_of = stores // seeds
         p_params, p_axes = _batched(policy_params, values["policy"], point_of)
         e_params, e_axes = _batched(env_params, values["env"], point_of)
-        rec, _ = rollout(env, policy, p_params, e_params, seed_keys[stores % seeds], days=days,
-                         policy_axes=p_axes, env_axes=e_axes)
+        rec, _ = rollout(
+            env,
+            policy,
+            p_params,
+            e_params,
+            seed_keys[stores % seeds],
+            days=days,
+            policy_axes=p_axes,
+            env_axes=e_axes,
+        )
         outs.append(metrics.store_metrics(rec))
         if progress:
             rate = (c + 1) * chunk * days / (time.perf_counter() - start)
-            print(f"sweep: chunk {c + 1}/{n_chunks} ({chunk} stores x {days} days), {rate:,.0f} store-days/s",
-                  file=sys.stderr)
+            print(
+                f"sweep: chunk {c + 1}/{n_chunks} ({chunk} stores x {days} days), {rate:,.0f} store-days/s",
+                file=sys.stderr,
+            )
     table = pd.concat(outs, ignore_index=True).iloc[:n_stores]
     ids = np.arange(n_stores)
     params_cols = pd.DataFrame({n: [points[i][n] for i in ids // seeds] for n in names})
-    table = pd.concat([params_cols, pd.DataFrame({"point": ids // seeds, "seed": ids % seeds}), table], axis=1)
-    return SweepResult(table=table, summary=metrics.summary(table, by=names), names=names,
-                       seconds=time.perf_counter() - start, store_days=n_stores * days)
+    table = pd.concat(
+        [params_cols, pd.DataFrame({"point": ids // seeds, "seed": ids % seeds}), table], axis=1
+    )
+    return SweepResult(
+        table=table,
+        summary=metrics.summary(table, by=names),
+        names=names,
+        seconds=time.perf_counter() - start,
+        store_days=n_stores * days,
+    )

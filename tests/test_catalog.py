@@ -1,4 +1,5 @@
-"""Issue 2: the shipped catalogue, its build and its validation."""
+"""rbjax.data: the shipped catalogue, its build and its validation."""
+
 import json
 import shutil
 from pathlib import Path
@@ -12,7 +13,9 @@ from tests.conftest import SHARED
 
 RAW = Path(SHARED) / "data" / "dynamic"
 SHIPPED = Path(__file__).resolve().parents[1] / "data" / "hard_v2"
-needs_shared = pytest.mark.skipif(not RAW.is_dir(), reason="../shared/retailbench is absent: raw-data checks skipped")
+needs_shared = pytest.mark.skipif(
+    not RAW.is_dir(), reason="../shared/retailbench is absent: raw-data checks skipped"
+)
 
 
 @pytest.fixture(scope="module")
@@ -28,7 +31,7 @@ def test_rebuild_is_byte_identical(tmp_path):
 
 
 def test_shipped_files_are_small():
-    assert sum(f.stat().st_size for f in SHIPPED.iterdir()) < 5 * 2 ** 20
+    assert sum(f.stat().st_size for f in SHIPPED.iterdir()) < 5 * 2**20
 
 
 def test_products_and_categories(catalog):
@@ -47,7 +50,9 @@ def test_spot_values_equal_raw(catalog):
     j = catalog.upc.index(upc)
     for k in ("alpha", "beta", "beta_s", "beta_c", "sigma"):
         assert getattr(catalog, k)[j] == demand[upc][k]
-    traffic = {r["date"]: r["custcoun"] for r in json.loads((RAW / "customer_number/15/data.json").read_text())}
+    traffic = {
+        r["date"]: r["custcoun"] for r in json.loads((RAW / "customer_number/15/data.json").read_text())
+    }
     assert catalog.traffic[catalog.day_of("1991-09-07")] == int(traffic["09/07/91"])
     daily = json.loads((RAW / "simulate_data/15/Bathroom_Tissues/3828111129_daily.json").read_text())
     row = next(r for r in daily if r["date"] == "1992-01-15")
@@ -61,7 +66,7 @@ def test_spot_values_equal_raw(catalog):
 
 def test_calendar(catalog):
     assert catalog.day_of("1991-06-06") == 0 and catalog.day_of("1991-09-07") == 93
-    assert catalog.week_index[93] == 104  # SIMULATOR.md §3.2: w = 104 at the opening
+    assert catalog.week_index[93] == 104  # week 0 starts 09/07/89: w = 104 at the opening
     with pytest.raises(CatalogError, match="outside the data window"):
         catalog.day_of("1996-01-01")
 

@@ -1,0 +1,22 @@
+"""``rbjax bench``: the throughput profiler (``rbjax.perf.bench``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+def main(args) -> None:
+    import jax
+
+    from rbjax.perf import bench as profiler
+
+    n = len(jax.devices())
+    if args.quick:  # a smoke test: one policy, one batch, no float64 run
+        policies, batches, days, counts, substep_batch, drift = ["null"], [2], 2, [n], 2, None
+    else:
+        policies, batches = list(profiler.POLICIES), [int(b) for b in args.batches.split(",")]
+        days, counts, substep_batch, drift = args.days, sorted({1, n}), 1024, (16, 180)
+    print(
+        profiler.run(policies, batches, days, counts, substep_batch, drift, Path(args.out), quick=args.quick)
+    )
+    print(f"wrote {args.out}/bench.md, bench.csv, substeps.csv, bench.png")

@@ -1,0 +1,58 @@
+"""What every command shares: the env from the flags, a policy from the registry, the usual flags."""
+
+from __future__ import annotations
+
+import argparse
+
+import numpy as np
+
+
+def fail(message: str) -> SystemExit:
+    """A one-line error and exit status 1 (raise the result)."""
+    return SystemExit(f"rbjax: {message}")
+
+
+def add_env_flags(p: argparse.ArgumentParser, days: int = 180) -> None:
+    p.add_argument("--days", type=int, default=days)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument(
+        "--grouping",
+        choices=["20", "ref19"],
+        default="20",
+        help="categories: 20 (rbjax) or the reference's 19 labels",
+    )
+    p.add_argument("--data", default=None, help="catalogue folder (default: the shipped hard_v2 catalogue)")
+
+
+def make_env(args):
+    """(Env, validated EnvParams with horizon = --days) from the flags."""
+    from rbjax.config import EnvConfig
+    from rbjax.data import CatalogError, load_catalog
+    from rbjax.env import Env
+
+    try:
+        catalog = load_catalog(args.data)
+    except CatalogError as e:
+        raise fail(f"--data: {e}") from None
+    env = Env(EnvConfig.from_catalog(catalog, grouping=args.grouping), catalog)
+    try:
+        return env, env.check_params(env.default_params().replace(horizon=np.int32(args.days)))
+    except ValueError as e:
+        raise fail(f"--days {args.days}: {e}") from None
+
+
+def make_policy(args, env):
+    """(policy function, params) for --policy (and --checkpoint, --greedy for ppo)."""
+    from rbjax import policies
+
+    if args.policy in policies.registry.LEARNED and not getattr(args, "checkpoint", None):
+        raise fail(
+            f"--policy {args.policy} needs --checkpoint DIR: a folder written by `rbjax train "
+            f"{args.policy}` (the shipped one: python -c 'import rbjax; print(rbjax.PPO_CHECKPOINT)')"
+        )
+    try:
+        return policies.make(
+            args.policy, env, getattr(args, "checkpoint", None), getattr(args, "greedy", False)
+        )
+    except ValueError as e:
+        raise fail(f"--policy {args.policy}: {e}") from None

@@ -1,0 +1,46 @@
+"""``rbjax info``, ``rbjax oracle``, ``rbjax run`` and ``rbjax eval``: a policy on a batch of stores."""
+
+from __future__ import annotations
+
+import os
+import time
+
+from rbjax.cli.common import make_env, make_policy
+
+
+def info(args) -> None:
+    from rbjax.data import load_catalog
+
+    print(load_catalog(args.data))
+
+
+def main(args) -> None:
+    """Roll out --stores stores for --days days and print the main table beside the paper's row."""
+    import jax
+
+    from rbjax.runners import metrics, paper
+    from rbjax.runners.rollout import rollout
+
+    env, params = make_env(args)
+    policy, policy_params = make_policy(args, env)
+    keys = jax.random.split(jax.random.key(args.seed), args.stores)
+    start = time.perf_counter()
+    rec, _ = rollout(env, policy, policy_params, params, keys, days=args.days, progress=args.progress)
+    table = metrics.store_metrics(rec)
+    elapsed = time.perf_counter() - start
+    print(
+        f"{args.policy} policy, {args.stores} stores x {args.days} days, categories {env.config.grouping} "
+        f"({elapsed:.1f} s including compilation, {args.stores * args.days / elapsed:,.0f} store-days/s)"
+    )
+    reference = paper.ORACLE if args.policy == "oracle" else paper.LLM_ROWS[paper.BEST_LLM]
+    print(metrics.format_compare(metrics.compare(table, reference)))
+    if args.out:
+        table.to_csv(os.path.join(args.out, f"{args.policy}_stores.csv"), index_label="store")
+        if args.policy == "oracle":
+            from rbjax.runners.plots import plot_net_worth
+
+            fig = plot_net_worth(
+                metrics.net_worth_paths(rec, float(params.initial_funds)), paper.ORACLE_NET_WORTH
+            )
+            fig.savefig(os.path.join(args.out, "oracle_net_worth.png"), dpi=120)
+        print(f"wrote {args.out}")

@@ -1,0 +1,43 @@
+"""``rbjax train ppo``: PPO in one jit; a checkpoint and a learning curve."""
+
+from __future__ import annotations
+
+from rbjax.cli.common import fail, make_env
+
+
+def main(args) -> None:
+    from rbjax.rl.ppo import PPOConfig
+    from rbjax.rl.train import load, train_ppo
+
+    env, params = make_env(args)
+    try:
+        config = PPOConfig(
+            num_envs=args.stores,
+            num_steps=args.rollout_days,
+            total_steps=args.steps,
+            epochs=args.epochs,
+            minibatches=args.minibatches,
+            lr=args.lr,
+            hidden=args.hidden,
+            ent_coef=args.ent_coef,
+        )
+    except ValueError as e:
+        raise fail(f"train: {e}") from None
+    init = None
+    if args.init:
+        try:
+            init, trained = load(args.init, env)
+        except (FileNotFoundError, ValueError) as e:
+            raise fail(f"train: --init: {e}") from None
+        if trained.hidden != config.hidden:
+            raise fail(
+                f"train: --init {args.init} has hidden={trained.hidden}; pass --hidden {trained.hidden}"
+            )
+    result = train_ppo(env, params, config, seed=args.seed, out=args.out, every=args.progress, init=init)
+    last = result.curve[result.curve.episodes > 0].tail(5)
+    print(
+        f"ppo: {config.num_updates} updates, {config.total_steps:,} store-days in {result.train_s:.0f} s "
+        f"({result.store_days_per_s:,.0f} store-days/s, compile {result.compile_s:.0f} s); last episodes: "
+        f"net worth {last.episode_net_worth.mean():,.0f}, survival {last.survival.mean():.2f}"
+    )
+    print(f"wrote {args.out}/config.json, policy.msgpack, curve.csv, curve.png")

@@ -1,0 +1,23 @@
+"""Where the shipped catalogue and PPO checkpoint are: inside an installed wheel, or in the repository.
+
+A built wheel carries copies under this folder (``setup.py``); an editable install or a checkout reads the
+repository's ``data/hard_v2`` and ``checkpoints/ppo_hard_v2``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+_HERE = Path(__file__).resolve().parent
+_REPO = _HERE.parents[1]
+
+
+def _first(*candidates: Path) -> Path:
+    for path in candidates:
+        if path.is_dir():
+            return path
+    return candidates[-1]
+
+
+CATALOG = _first(_HERE / "hard_v2", _REPO / "data" / "hard_v2")
+PPO_CHECKPOINT = _first(_HERE / "ppo_hard_v2", _REPO / "checkpoints" / "ppo_hard_v2")

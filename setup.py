@@ -1,0 +1,29 @@
+"""Packaging hook: a built wheel (and ``pip install .``) carries the shipped catalogue and PPO checkpoint.
+
+``data/hard_v2`` and ``checkpoints/ppo_hard_v2`` stay the sources in the repository; the build copies them into
+``rbjax/shipped/`` of the built package, where ``rbjax.shipped`` finds them. An editable install reads the
+repository folders directly.
+"""
+
+import shutil
+from pathlib import Path
+
+from setuptools import setup
+from setuptools.command.build_py import build_py
+
+ROOT = Path(__file__).parent
+SHIPPED = {"hard_v2": ROOT / "data" / "hard_v2", "ppo_hard_v2": ROOT / "checkpoints" / "ppo_hard_v2"}
+
+
+class BuildWithShippedData(build_py):
+    def run(self):
+        super().run()
+        if self.editable_mode:
+            return
+        for name, source in SHIPPED.items():
+            target = Path(self.build_lib) / "rbjax" / "shipped" / name
+            shutil.rmtree(target, ignore_errors=True)
+            shutil.copytree(source, target, ignore=shutil.ignore_patterns("*.png", "curve.csv"))
+
+
+setup(cmdclass={"build_py": BuildWithShippedData})

@@ -1,0 +1,41 @@
+"""Small builders shared by the scenario tests: a fixed supplier world, actions, subprocess scripts."""
+
+import subprocess
+import sys
+
+import jax
+import jax.numpy as jnp
+
+from rbjax.model import suppliers
+from rbjax.state import Action
+
+J, K = 96, 5
+
+
+def fixed_world(env, params, tmin=3, tmax=3):
+    """A world whose every lead time is drawn from [tmin, tmax]."""
+    world = suppliers.make_world(jax.random.key(7), params, env.config)
+    return world.replace(
+        transport_min=jnp.full((J, K), tmin, jnp.int8), transport_max=jnp.full((J, K), tmax, jnp.int8)
+    )
+
+
+def act(state, shelf=(), order=None, price=None):
+    """An action that shelves ``shelf``, orders ``order`` [J, K] and sets ``price`` (default: keep)."""
+    mask = (
+        jnp.zeros(J, bool).at[jnp.asarray(shelf, jnp.int32)].set(True) if len(shelf) else jnp.zeros(J, bool)
+    )
+    o = jnp.zeros((J, K), jnp.float32) if order is None else order
+    return Action(price=state.prices if price is None else price, shelf=mask, order=o)
+
+
+def order_of(j, units, k=0):
+    """[J, K] one order line: ``units`` of product j from supplier k."""
+    return jnp.zeros((J, K), jnp.float32).at[j, k].set(units)
+
+
+def run_script(script: str, done: str) -> None:
+    """Run ``script`` in a fresh Python (its own JAX configuration); it must print ``done``."""
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert done in out.stdout

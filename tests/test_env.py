@@ -1,0 +1,93 @@
+"""rbjax.env: the environment contract on every engine variant, the episode's end, errors at the boundary."""
+
+import jax
+import jax.numpy as jnp
+import pytest
+from contracts import check_env
+from helpers import act, run_script
+
+import rbjax
+from rbjax.config import EnvConfig
+from rbjax.state import Action
+
+
+def test_contract_20_categories(env, params):
+    check_env(env, params)
+
+
+def test_contract_reference_19_labels():
+    catalog = rbjax.load_catalog()
+    env = rbjax.Env(EnvConfig.from_catalog(catalog, grouping="ref19"), catalog)
+    check_env(env, env.default_params())
+
+
+FLOAT64 = """
+import jax
+jax.config.update("jax_enable_x64", True)
+import numpy as np, rbjax
+from rbjax.config import EnvConfig
+from contracts import check_env
+cat = rbjax.load_catalog()
+env = rbjax.Env(EnvConfig.from_catalog(cat, float64=True), cat)
+params = env.default_params()
+assert params.alpha.dtype == np.float64
+check_env(env, params, days=6)
+print("float64 contract ok")
+"""
+
+
+def test_contract_float64():
+    """The float64 engine (``EnvConfig(float64=True)`` with x64 on, as the bench's drift run uses it)."""
+    import os
+
+    run_script(
+        f"import sys; sys.path.insert(0, {os.path.dirname(__file__)!r})\n" + FLOAT64, "float64 contract ok"
+    )
+
+
+def test_termination_after_exactly_five_negative_days(params, reset, step):
+    p = params.replace(initial_funds=jnp.float32(700.0))
+    obs, s = reset(jax.random.key(4), p)
+    flags, alive = [], []
+    for d in range(8):
+        obs, s, r, term, trunc, info = step(jax.random.key(d), s, act(s), p)
+        flags.append(bool(term)), alive.append(bool(info.alive))
+    # funds 100 after day 0, negative from day 1: negative days 1..5 -> terminated on day 5
+    assert flags == [False] * 5 + [True, False, False]
+    assert alive == [True] * 6 + [False, False]
+
+
+def test_truncated_at_horizon(params, reset, step):
+    p = params.replace(horizon=jnp.int32(3))
+    obs, s = reset(jax.random.key(5), p)
+    truncs = []
+    for d in range(4):
+        obs, s, r, term, trunc, info = step(jax.random.key(d), s, act(s), p)
+        truncs.append(bool(trunc))
+    assert truncs == [False, False, True, False]
+
+
+def test_bad_action_shape_is_a_clear_error(env, params, reset):
+    obs, s = reset(jax.random.key(0), params)
+    with pytest.raises(ValueError, match=r"Action.order must have shape \(96, 5\)"):
+        env.step(
+            jax.random.key(0), s, Action(price=s.prices, shelf=s.shelf, order=jnp.zeros((96, 4))), params
+        )
+
+
+def test_bad_params_are_a_clear_error(env, params):
+    with pytest.raises(ValueError, match="EnvParams.rent"):
+        env.check_params(params.replace(rent=jnp.float32(-1.0)))
+    with pytest.raises(ValueError, match="open_day"):
+        env.check_params(params.replace(open_day=jnp.int32(1660)))
+
+
+def test_supplier_count_comes_from_the_config():
+    """``EnvConfig(num_suppliers=4)`` gives a world, quotes and actions with 4 suppliers; 1 is refused."""
+    catalog = rbjax.load_catalog()
+    env = rbjax.Env(EnvConfig.from_catalog(catalog, num_suppliers=4), catalog)
+    obs, state = jax.jit(env.reset)(jax.random.key(0), env.default_params())
+    assert state.world.transport_min.shape == (96, 4) and obs.quote_price.shape == (96, 4)
+    assert state.suppliers.log.shape == (4, 96, 4) and Action.noop(state).order.shape == (96, 4)
+    with pytest.raises(ValueError, match="num_suppliers"):
+        EnvConfig.from_catalog(catalog, num_suppliers=1)

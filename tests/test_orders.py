@@ -1,0 +1,62 @@
+"""rbjax.model.orders: lead times and arrival, invalid lines masked and counted, funds acceptance in call order."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from helpers import J, K, act, fixed_world, order_of
+
+from rbjax.model import orders
+from rbjax.state import Action
+
+
+def test_order_arrival_and_first_sale_day(env, params, reset, step):
+    p = params.replace(world=fixed_world(env, params, 3, 3))
+    obs, s = reset(jax.random.key(0), p)
+    on_hand, delivered, sold = [], [], []
+    for d in range(5):
+        a = act(s, shelf=[2], order=order_of(2, 500) if d == 0 else None, price=s.prices.at[2].set(0.01))
+        obs, s, r, term, trunc, info = step(jax.random.key(d), s, a, p)
+        (
+            on_hand.append(int(obs.on_hand[2])),
+            delivered.append(int(info.delivered[2])),
+            sold.append(int(info.sold[2])),
+        )
+    # lead 3: arrival date = day 3, delivered at the end of day 2, first sales on day 3
+    assert delivered == [0, 0, 500, 0, 0] and sold[:3] == [0, 0, 0] and sold[3] > 0
+    assert on_hand[2] == 500
+
+
+def test_invalid_actions_are_masked_and_counted(env, params, reset, step):
+    p = params.replace(world=fixed_world(env, params))
+    obs, s = reset(jax.random.key(6), p)
+    price = s.prices.at[0].set(-1.0).at[1].set(jnp.nan)
+    order = (
+        jnp.zeros((J, K)).at[0, 0].set(-5.0).at[1, 1].set(jnp.inf).at[2, 2].set(20000.0).at[3, 0].set(10.7)
+    )
+    a = Action(price=price, shelf=jnp.ones(J, bool), order=order)
+    obs, s2, r, term, trunc, info = step(jax.random.key(0), s, a, p)
+    assert int(info.invalid_prices) == 2 and float(s2.prices[0]) == float(s.prices[0])
+    assert bool(info.shelf_refused) and not bool(s2.shelf.any())
+    assert int(info.invalid_orders) == 3 and int(info.ordered[3]) == 10
+    poor = p.replace(initial_funds=jnp.float32(50.0))
+    obs, s = reset(jax.random.key(6), poor)
+    order = jnp.zeros((J, K)).at[0, 0].set(10000.0).at[1, 0].set(1.0)
+    obs, s2, r, term, trunc, info = step(jax.random.key(0), s, act(s, order=order), poor)
+    assert int(info.refused_orders) == 1 and int(info.ordered[0]) == 0 and int(info.ordered[1]) == 1
+
+
+def test_funds_refuse_orders_in_call_order_and_a_refusal_does_not_block():
+    cost = jnp.zeros((4, 2)).at[0, 0].set(60.0).at[1, 1].set(50.0).at[2, 0].set(30.0)
+    by_index, spent = orders.accept_by_funds(cost, jnp.float32(100.0))
+    assert np.flatnonzero(np.asarray(by_index).any(1)).tolist() == [0, 2] and float(spent) == 90.0
+    ranked, spent = orders.accept_by_funds(cost, jnp.float32(100.0), jnp.array([1, 0, 2, 3]))
+    assert np.flatnonzero(np.asarray(ranked).any(1)).tolist() == [1, 2] and float(spent) == 80.0
+
+
+def test_supplier_ranks_count_lines_by_quality_then_price():
+    quality = jnp.array([[4.0, 4.5, 4.5], [3.0, 2.0, 1.0]])
+    price = jnp.array([[1.0, 3.0, 2.0], [5.0, 4.0, 1.0]])
+    lines = jnp.array([[True, False, True], [False, False, True]])
+    ranks = {k: int(v) for k, v in orders.supplier_ranks(lines, quality, price).items()}
+    # product 0: supplier 2 is rank 1 (quality 4.5, cheaper than 1), supplier 0 rank 3; product 1: supplier 2 rank 3
+    assert ranks == dict(order_lines=3, quality_rank_sum=1 + 3 + 3, quality_first=1, price_first=2)

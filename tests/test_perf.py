@@ -1,0 +1,59 @@
+"""rbjax.perf: the profiler's tables, the CPU compiler guard, the float drift summary."""
+
+import subprocess
+import sys
+
+import numpy as np
+
+
+def test_bench_quick_writes_its_tables(tmp_path):
+    from rbjax.cli import main
+
+    main(["bench", "--quick", "--out", str(tmp_path)])
+    md = (tmp_path / "bench.md").read_text()
+    assert "store-days/s" in md and "floor kernel" in md and "Step / floor" in md
+    import pandas as pd
+
+    table = pd.read_csv(tmp_path / "bench.csv")
+    assert len(table) >= 1 and (table.store_days_per_s > 0).all()
+    substeps = pd.read_csv(tmp_path / "substeps.csv")
+    assert {"expire", "observe"} <= set(substeps.module) and np.isfinite(substeps.ms).all()
+    assert (tmp_path / "bench.png").exists()
+
+
+def test_importing_rbjax_turns_off_the_miscompiling_cpu_fusions():
+    """rbjax.devices.guard_cpu_compiler: the YNNPACK flag on the affected jaxlib versions, none with
+    RBJAX_KEEP_YNN=1, and the user's own XLA_FLAGS setting wins."""
+    import os
+
+    from rbjax.perf import devices
+
+    probe = "import os, rbjax; print(os.environ.get('XLA_FLAGS', ''))"
+    base = {k: v for k, v in os.environ.items() if k not in ("XLA_FLAGS", devices.KEEP_YNN)}
+    run = lambda **extra: subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, env={**base, **extra}
+    ).stdout.split()
+    affected = devices.YNN_VERSIONS[0] <= devices._jaxlib_version() < devices.YNN_VERSIONS[1]
+    assert (devices.YNN_FLAG in run()) == affected
+    assert devices.YNN_FLAG not in run(RBJAX_KEEP_YNN="1")
+    assert run(XLA_FLAGS="--xla_cpu_experimental_ynn_fusion_type=ynn_reduce") == [
+        "--xla_cpu_experimental_ynn_fusion_type=ynn_reduce"
+    ]
+
+
+def test_drift_summary_separates_rounding_from_diverged_paths():
+    from rbjax.perf.bench import DRIFT_COUNTS, drift_summary
+
+    zeros = np.zeros((2, 4))
+    f64 = {k: zeros.copy() for k in DRIFT_COUNTS} | {
+        "funds": np.full((2, 4), 100.0),
+        "net_worth": np.full((2, 4), 200.0),
+    }
+    f32 = {k: v.copy() for k, v in f64.items()}
+    f32["funds"][:, :] += 0.5  # rounding on every day of both stores
+    f32["sold"][1, 2] = 1  # store 1 draws differently on day 2 ...
+    f32["funds"][1, 2:] += 50.0  # ... and diverges from there
+    res = drift_summary(f32, f64)
+    assert res["funds"] == 50.5 and res["funds_same_path"] == 0.5
+    assert res["net_worth"] == 0.0 and res["net_worth_same_path"] == 0.0
+    assert res["same_path_stores"] == 1 and res["median_first_split_day"] == 3.0  # days 4 and 2
