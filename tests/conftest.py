@@ -15,6 +15,28 @@ os.environ.setdefault(
 import jax  # noqa: E402
 import pytest
 
+# Tests that compile the same programs share a pytest-xdist group (one worker, one after another), so the later
+# ones load them from the persistent cache instead of compiling them again; every other test is grouped by file.
+GROUPS = {
+    "tests/test_rl.py": "ppo",
+    "tests/test_cli.py::test_cli_train_and_eval_ppo": "ppo",
+    "tests/test_notebooks.py::test_notebook_runs[ppo_baseline.ipynb]": "ppo",
+    "tests/test_cli.py::test_cli_info_and_oracle": "oracle-16x180",
+    "tests/test_notebooks.py::test_notebook_runs[oracle_sweep.ipynb]": "oracle-16x180",
+    "tests/test_wheel.py": "oracle-16x180",
+    "tests/test_oracle.py": "oracle-16x180",
+}
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if item.get_closest_marker("xdist_group") is None:
+            module = item.nodeid.split("::")[0]
+            group = GROUPS.get(item.nodeid) or GROUPS.get(module) or module
+            item.add_marker(pytest.mark.xdist_group(group))
+
+
 from rbjax.env import Env
 
 SHARED = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "retailbench")

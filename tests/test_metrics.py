@@ -8,7 +8,7 @@ import pytest
 import rbjax
 from rbjax.policies import BaseStockParams, base_stock, null_policy
 from rbjax.runners import metrics
-from rbjax.runners.rollout import DaySummary
+from rbjax.runners.records import DaySummary
 
 
 def _records():

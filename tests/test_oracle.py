@@ -121,7 +121,8 @@ def test_news_multiplier_is_clipped(env, params, reset):
 
 @pytest.fixture(scope="module")
 def oracle_episodes(env, params):
-    keys = jax.random.split(jax.random.key(11), 6)
+    # 16 stores x 180 days: the program of tests/test_cli.py's oracle run (the persistent cache serves it)
+    keys = jax.random.split(jax.random.key(11), 16)
     return rollout(env, oracle, P, params, keys, days=180)
 
 

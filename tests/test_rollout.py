@@ -96,13 +96,14 @@ SHARDED = """
 import jax, numpy as np
 import rbjax
 rbjax.devices.split_cpu(2)
-from rbjax.policies import oracle, OracleParams
+from rbjax.policies import random_policy, RandomParams
 assert len(jax.devices()) == 2
 env = rbjax.Env()
 params = env.default_params()
 keys = jax.random.split(jax.random.key(3), 5)             # odd: the sharded batch is padded
-one, _ = rbjax.rollout(env, oracle, OracleParams.default(), params, keys, days=4, devices=jax.devices()[:1])
-two, state = rbjax.rollout(env, oracle, OracleParams.default(), params, keys, days=4)
+pp = RandomParams.default()
+one, _ = rbjax.rollout(env, random_policy, pp, params, keys, days=4, devices=jax.devices()[:1])
+two, state = rbjax.rollout(env, random_policy, pp, params, keys, days=4)
 assert state.funds.shape == (5,)
 for a, b in zip(jax.tree.leaves(one), jax.tree.leaves(two)):
     assert a.shape == b.shape and np.array_equal(np.asarray(a), np.asarray(b))

@@ -65,9 +65,24 @@ def test_wheel_installs_with_its_data_and_runs_outside_the_repository(tmp_path):
     ).stdout
     assert str(site) in where and str(ROOT) not in where
     assert "96 products in 20 categories" in rbjax("info")
-    common = ("--stores", "8", "--days", "5", "--progress", "0")
-    assert "oracle policy, 8 stores x 5 days" in rbjax("--devices", "1", "oracle", *common)
+    # the shapes of tests/test_cli.py's runs: the compiled programs come from the persistent cache
+    oracle = rbjax("--devices", "1", "oracle", "--stores", "16", "--days", "180", "--progress", "0")
+    assert "oracle policy, 16 stores x 180 days" in oracle
     checkpoint = where.split()[1]
-    assert "ppo policy, 8 stores x 5 days" in rbjax(
-        "--devices", "1", "eval", "--policy", "ppo", "--checkpoint", checkpoint, *common
+    ppo = rbjax(
+        "--devices",
+        "1",
+        "eval",
+        "--policy",
+        "ppo",
+        "--checkpoint",
+        checkpoint,
+        "--greedy",
+        "--stores",
+        "8",
+        "--days",
+        "40",
+        "--progress",
+        "0",
     )
+    assert "ppo policy, 8 stores x 40 days" in ppo

@@ -26,7 +26,7 @@ import pandas as pd
 from rbjax.env import Env
 from rbjax.perf import profiling
 from rbjax.policies import make
-from rbjax.runners.rollout import _compiled
+from rbjax.runners.rollout import compiled
 
 POLICIES = ("oracle", "null")  # the throughput table's policies (``rbjax.policies.make``)
 
@@ -38,7 +38,7 @@ def _pad_keys(b: int, n_dev: int):
 def throughput(env: Env, params, policy: str, devices: tuple, batch: int, days: int) -> dict:
     fn, pp = make(policy)
     keys = _pad_keys(batch, len(devices))
-    reset, chunk = _compiled(env, fn, "summary", None, None, devices)
+    reset, chunk = compiled(env, fn, "summary", None, None, devices)
     start = time.perf_counter()
     obs, state = jax.block_until_ready(reset(keys, params))
     (obs, state), rec = jax.block_until_ready(chunk(pp, params, obs, state, keys, np.int32(0), days))
@@ -75,7 +75,7 @@ def substeps(
     fn, pp = make("oracle")
     warm_fn, warm_pp = make(warmup)
     keys = jax.random.split(jax.random.key(1), batch)
-    reset, chunk = _compiled(env, warm_fn, "summary", None, None, (jax.devices()[0],))
+    reset, chunk = compiled(env, warm_fn, "summary", None, None, (jax.devices()[0],))
     obs, state = reset(keys, params)
     (obs, state), _ = chunk(warm_pp, params, obs, state, keys, np.int32(0), days_before)
     priv = jax.vmap(env.privileged, in_axes=(0, None))(state, params)

@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from rbjax.runners import paper
-from rbjax.runners.rollout import DaySummary, summarize
+from rbjax.runners.records import DaySummary, summarize
 from rbjax.state import DayInfo
 
 MAIN_TABLE = (

@@ -12,66 +12,16 @@ from collections.abc import Callable, Sequence
 import jax
 import jax.numpy as jnp
 import numpy as np
-from flax import struct
 from jax.sharding import Mesh
 from jax.sharding import PartitionSpec as P
 
 from rbjax.env import Env
 from rbjax.params import EnvParams
-from rbjax.state import Action, DayInfo
+from rbjax.runners.records import summarize
+from rbjax.state import Action
 
 Policy = Callable[..., Action]
 STORES = "stores"  # the mesh axis the batch of stores is split over
-
-
-@struct.dataclass
-class DaySummary:
-    """Per-day scalars per store: all the main-table metrics need, at a fraction of DayInfo's size."""
-
-    sold: jax.Array  # [] units sold
-    returned: jax.Array  # []
-    expired: jax.Array  # []
-    products_sold: jax.Array  # [] products with sales > 0
-    stockouts: jax.Array  # [] products with demand > on-hand > 0
-    acted: jax.Array  # [] products with an executed price update or order line
-    revenue: jax.Array
-    refunds: jax.Array
-    order_cost: jax.Array
-    funds: jax.Array
-    net_worth: jax.Array
-    order_lines: jax.Array
-    quality_rank_sum: jax.Array
-    quality_first: jax.Array
-    price_first: jax.Array
-    refused_orders: jax.Array
-    merged_lots: jax.Array
-    alive: jax.Array
-
-
-def summarize(info: DayInfo) -> DaySummary:
-    """Per-product day records -> per-day scalars (any leading axes: [..., J] -> [...])."""
-    acted = info.price_changed | (info.ordered > 0)
-    count = lambda x: jnp.sum(x, axis=-1, dtype=jnp.int32)
-    return DaySummary(
-        sold=count(info.sold),
-        returned=count(info.returned),
-        expired=count(info.expired),
-        products_sold=count(info.sold > 0),
-        stockouts=count(info.stockout),
-        acted=count(acted),
-        revenue=info.revenue,
-        refunds=info.refunds,
-        order_cost=info.order_cost,
-        funds=info.funds,
-        net_worth=info.net_worth,
-        order_lines=info.order_lines,
-        quality_rank_sum=info.quality_rank_sum,
-        quality_first=info.quality_first,
-        price_first=info.price_first,
-        refused_orders=info.refused_orders,
-        merged_lots=info.merged_lots,
-        alive=info.alive,
-    )
 
 
 def _one_store(env: Env, policy: Policy, records: str):
@@ -127,7 +77,7 @@ def rollout(
         _pad(x, axes, pad) for x, axes in ((policy_params, policy_axes), (env_params, env_axes), (keys, 0))
     )
     k_reset, k_run = jnp.moveaxis(jax.vmap(lambda k: jax.random.split(k))(keys), 1, 0)
-    reset, step_chunk = _compiled(env, policy, records, policy_axes, env_axes, devices)
+    reset, step_chunk = compiled(env, policy, records, policy_axes, env_axes, devices)
     obs, state = reset(k_reset, env_params)
     chunk = days if not progress else max(1, min(30 if progress is True else int(progress), days))
     outs, done, start = [], 0, time.perf_counter()
@@ -177,7 +127,7 @@ def _mesh_map(f, devices: tuple, in_specs):
     return jax.shard_map(f, mesh=mesh, in_specs=in_specs, out_specs=P(STORES), check_vma=False)
 
 
-def _compiled(env: Env, policy: Policy, records: str, policy_axes, env_axes, devices: tuple = ()):
+def compiled(env: Env, policy: Policy, records: str, policy_axes, env_axes, devices: tuple = ()):
     """jitted (reset, chunk): repeated rollouts compile once per (env, env axes, devices) for the reset and
     per (env, policy, records, axes, devices) for the days."""
     reset_spec = ("reset", id(env), repr(env_axes), devices)
