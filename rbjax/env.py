@@ -11,12 +11,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from rbjax.checks import check_params, is_concrete
 from rbjax.config import EnvConfig
 from rbjax.data.catalog import Catalog, load_catalog
 from rbjax.kernels import rng
 from rbjax.kernels.xla import fsum
 from rbjax.model import day, inventory, news, preopening, reviews, sales, supplier_log, suppliers
-from rbjax.params import EnvParams, check_params, default_params
+from rbjax.params import EnvParams, default_params
 from rbjax.state import Action, DayInfo, EnvState, Lots, Observation, Pending, Privileged, Suppliers
 
 
@@ -50,6 +51,8 @@ class Env:
     # ------------------------------------------------------------------ reset
     def reset(self, key: jax.Array, params: EnvParams) -> tuple[Observation, EnvState]:
         """The store on its opening morning: pre-opening history played, random prices, empty shelf and stock."""
+        if is_concrete(params):  # called outside jit: the values can be checked
+            check_params(params, self.config)
         cfg, f = self.config, self.config.float_dtype
         J, K, C, D = cfg.num_products, cfg.num_suppliers, cfg.lot_slots, cfg.pending_slots
         k_world, k_hist, k_price = jax.random.split(key, 3)

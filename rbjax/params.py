@@ -147,38 +147,3 @@ def default_params(catalog: Catalog, config: EnvConfig) -> EnvParams:
         base_cost=arr(catalog.base_cost),
         week_index=arr(catalog.week_index, np.int32),
     )
-
-
-def check_params(params: EnvParams, config: EnvConfig) -> None:
-    """Validate concrete params at the Python boundary; raise ValueError naming the field."""
-    J, T = config.num_products, params.traffic.shape[-1]
-    rules = {
-        "initial_funds": lambda x: np.isfinite(x).all(),
-        "rent": lambda x: (x >= 0).all(),
-        "capacity": lambda x: (x > 0).all(),
-        "shelf_capacity": lambda x: ((x >= 0) & (x <= J)).all(),
-        "max_units_per_order": lambda x: (x > 0).all(),
-        "neg_funds_days": lambda x: (x >= 1).all(),
-        "horizon": lambda x: (x >= 1).all(),
-        "rho": lambda x: (x > 0).all(),
-        "review_ratio": lambda x: ((x >= 0) & (x <= 1)).all(),
-        "news_cap": lambda x: (x >= 0).all(),
-        "news_ratios": lambda x: (x >= 0).all() and (x.sum(-1) > 0).all(),
-        "sigma": lambda x: (x >= 0).all(),
-        "shelf_life": lambda x: (x > 0).all(),
-    }
-    for name, ok in rules.items():
-        x = np.asarray(getattr(params, name))
-        if not ok(x):
-            raise ValueError(f"EnvParams.{name} is invalid: {x if x.size < 8 else x.ravel()[:8]}")
-    for name in ("alpha", "beta", "sigma", "price_min", "price_max", "anchor_rating"):
-        x = np.asarray(getattr(params, name))
-        if x.shape[-1] != J or not np.isfinite(x).all():
-            raise ValueError(f"EnvParams.{name} must be finite with last axis {J}, got shape {x.shape}")
-    open_day, horizon = np.asarray(params.open_day), np.asarray(params.horizon)
-    if (open_day < config.history_days).any() or (open_day + horizon + config.pending_slots > T).any():
-        raise ValueError(
-            f"EnvParams.open_day/horizon: the episode needs days open_day-{config.history_days} .. "
-            f"open_day+horizon+{config.pending_slots} inside the {T}-day data window; got open_day "
-            f"{open_day}, horizon {horizon}"
-        )

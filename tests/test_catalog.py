@@ -1,5 +1,6 @@
 """rbjax.data: the shipped catalogue, its build and its validation."""
 
+import hashlib
 import json
 import shutil
 from pathlib import Path
@@ -89,6 +90,11 @@ def _rewrite(path, **changes):
     for k in [k for k, v in changes.items() if v is None]:
         arrays.pop(k)
     np.savez(path / "catalog.npz", **arrays)
+    manifest = json.loads((path / "manifest.json").read_text())  # as a rebuild would: a matching checksum
+    manifest["files"]["catalog.npz"]["sha256"] = hashlib.sha256(
+        (path / "catalog.npz").read_bytes()
+    ).hexdigest()
+    (path / "manifest.json").write_text(json.dumps(manifest))
     return arrays
 
 
@@ -102,6 +108,9 @@ def test_missing_file(tmp_path):
 def test_corrupt_file(tmp_path):
     out = _copy(tmp_path)
     (out / "catalog.npz").write_bytes(b"not a zip")
+    manifest = json.loads((out / "manifest.json").read_text())
+    manifest["files"]["catalog.npz"]["sha256"] = hashlib.sha256(b"not a zip").hexdigest()
+    (out / "manifest.json").write_text(json.dumps(manifest))
     with pytest.raises(CatalogError, match="catalog.npz: not a readable"):
         load_catalog(out)
 
@@ -129,4 +138,30 @@ def test_wrong_shape_and_dtype(tmp_path, catalog):
         load_catalog(out)
     _rewrite(out, traffic=catalog.traffic.astype(np.float64))
     with pytest.raises(CatalogError, match="field 'traffic' has dtype float64"):
+        load_catalog(out)
+
+
+def test_checksum_mismatch_names_the_file(tmp_path):
+    out = _copy(tmp_path)
+    data = bytearray((out / "catalog.npz").read_bytes())
+    data[-100] ^= 0xFF  # one flipped byte, the manifest unchanged
+    (out / "catalog.npz").write_bytes(bytes(data))
+    with pytest.raises(CatalogError, match=r"catalog.npz: sha256 .* does not match the manifest"):
+        load_catalog(out)
+
+
+@pytest.mark.parametrize(
+    "field, change, message",
+    [
+        ("price_min", lambda c: c.price_max + 1.0, "'price_min' exceeds 'price_p30'"),
+        ("base_cost", lambda c: -c.base_cost, "'base_cost' must be positive"),
+        ("shelf_life", lambda c: np.zeros_like(c.shelf_life), "'shelf_life' must be positive"),
+        ("anchor_rating", lambda c: c.anchor_rating + 1.0, "'anchor_rating' must lie in"),
+        ("traffic", lambda c: -c.traffic, "'traffic' has a negative customer count"),
+    ],
+)
+def test_semantic_ranges_name_the_field(tmp_path, catalog, field, change, message):
+    out = _copy(tmp_path)
+    _rewrite(out, **{field: change(catalog)})
+    with pytest.raises(CatalogError, match=message):
         load_catalog(out)

@@ -97,3 +97,69 @@ def test_cli_points_the_compilation_cache_at_its_folder(tmp_path, monkeypatch):
         assert jax.config.jax_compilation_cache_dir == str(tmp_path / "b")
     finally:
         jax.config.update("jax_compilation_cache_dir", before)
+
+
+def test_cli_rejects_bad_devices_seeds_learning_rates_and_fractional_integer_leaves():
+    for args, names in [
+        ("--devices 0 run", "--devices"),
+        ("--devices 9999 run", "--devices"),
+        ("run --seed 99999999999", "--seed"),
+        ("train ppo --lr nan --steps 1000", "PPOConfig.lr"),
+        ("sweep --capacity 1.5", "EnvParams.capacity is an integer leaf"),
+    ]:
+        r = rbjax(args, check=False)
+        assert r.returncode != 0 and names in r.stderr and "Traceback" not in r.stderr, (args, r.stderr)
+        assert len([line for line in r.stderr.splitlines() if line.startswith("rbjax:")]) == 1, (
+            args,
+            r.stderr,
+        )
+
+
+def test_cli_warns_and_runs_uncached_when_the_cache_is_not_writable(tmp_path, capsys):
+    from rbjax.cli import _use_compilation_cache
+
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    import jax
+
+    before = jax.config.jax_compilation_cache_dir
+    _use_compilation_cache(str(blocker / "cache"))
+    assert "running without the compilation cache" in capsys.readouterr().err
+    assert jax.config.jax_compilation_cache_dir == before
+
+
+def test_cli_exits_non_zero_when_a_store_ends_non_finite(tmp_path, monkeypatch, capsys):
+    """The per-store table is written, then one line and exit status 1 (rollout replaced by 3 fake stores)."""
+    import numpy as np
+
+    from rbjax.cli import main
+    from rbjax.runners import rollout as rollout_module
+    from rbjax.runners.records import DaySummary
+
+    def fake_rollout(env, policy, policy_params, env_params, keys, days, **kw):
+        shape = (len(keys), days)
+        zeros = np.zeros(shape, np.int32)
+        worth = np.full(shape, 30_000.0, np.float32)
+        worth[1, -1] = np.nan
+        fields = dict.fromkeys(DaySummary.__dataclass_fields__, zeros)
+        fields |= dict(net_worth=worth, funds=worth, alive=np.ones(shape, bool))
+        return DaySummary(**fields), None
+
+    monkeypatch.setattr(rollout_module, "rollout", fake_rollout)
+    with pytest.raises(SystemExit, match="1 of 3 stores ended with a non-finite"):
+        main(
+            [
+                "--devices",
+                "1",
+                "run",
+                "--policy",
+                "null",
+                "--stores",
+                "3",
+                "--days",
+                "2",
+                "--out",
+                str(tmp_path),
+            ]
+        )
+    assert (tmp_path / "null_stores.csv").exists()

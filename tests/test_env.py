@@ -91,3 +91,10 @@ def test_supplier_count_comes_from_the_config():
     assert state.suppliers.log.shape == (4, 96, 4) and Action.noop(state).order.shape == (96, 4)
     with pytest.raises(ValueError, match="num_suppliers"):
         EnvConfig.from_catalog(catalog, num_suppliers=1)
+
+
+def test_non_finite_funds_end_the_episode(params, reset, step):
+    obs, s = reset(jax.random.key(4), params)
+    s = s.replace(funds=jnp.float32(jnp.nan))
+    obs, s, r, term, trunc, info = step(jax.random.key(0), s, act(s), params)
+    assert bool(term) and bool(s.done)

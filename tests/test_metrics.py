@@ -89,3 +89,16 @@ def test_sweep_policy_params_and_common_random_numbers(env, params):
     same = t[t.point == 1].drop(columns="point").reset_index(drop=True)
     assert same.equals(t[t.point == 2].drop(columns="point").reset_index(drop=True))  # seed s: same key
     assert not t[t.point == 1].final_net_worth.equals(t[t.point == 0].final_net_worth)
+
+
+def test_compare_counts_the_stores_without_a_value_and_flags_corrupted_ones():
+    import pandas as pd
+
+    table = pd.DataFrame({m: [1.0, 2.0, 3.0] for m in metrics.MAIN_TABLE})
+    table.loc[1, "return_ratio"] = np.nan  # no sales: an empty ratio
+    table.loc[2, "final_net_worth"] = np.inf  # a corrupted run
+    cmp = metrics.compare(table)
+    assert cmp.loc["return_ratio", "missing"] == 1 and cmp.loc["return_ratio", "n"] == 2
+    assert cmp.loc["final_net_worth", "missing"] == 1 and cmp.loc["final_net_worth", "mean"] == 1.5
+    assert "1 stores without a value" in metrics.format_compare(cmp)
+    assert metrics.non_finite_stores(table).tolist() == [2]

@@ -192,3 +192,36 @@ def test_same_seed_same_training(env, small_run):
     np.testing.assert_array_equal(
         np.asarray(metrics["episode_net_worth"]), result.curve.episode_net_worth.to_numpy()
     )
+
+
+def test_config_refuses_non_finite_learning_rates():
+    with pytest.raises(ValueError, match="PPOConfig.lr"):
+        ppo.PPOConfig(lr=float("nan"))
+    with pytest.raises(ValueError, match="PPOConfig.lr"):
+        ppo.PPOConfig(lr=-1e-3)
+
+
+def test_load_refuses_non_finite_corrupt_and_mismatched_checkpoints(env, tmp_path):
+    import shutil
+
+    from flax import serialization
+
+    shipped = tmp_path / "good"
+    shutil.copytree(rbjax.PPO_CHECKPOINT, shipped)
+    params, config = load(shipped, env)
+    nan = tmp_path / "nan"
+    save(nan, params.replace(net=jax.tree.map(lambda x: x * jnp.nan, params.net)), config, env)
+    with pytest.raises(ValueError, match=r"nan/policy.msgpack: .* non-finite"):
+        load(nan, env)
+    corrupt = tmp_path / "corrupt"
+    shutil.copytree(shipped, corrupt)
+    (corrupt / "policy.msgpack").write_bytes(b"\x00\x01garbage")
+    with pytest.raises(ValueError, match="corrupt/policy.msgpack"):
+        load(corrupt, env)
+    keys = tmp_path / "keys"
+    shutil.copytree(shipped, keys)
+    state = serialization.to_state_dict(params)
+    state.pop("products")
+    (keys / "policy.msgpack").write_bytes(serialization.msgpack_serialize(state))
+    with pytest.raises(ValueError, match="keys/policy.msgpack"):
+        load(keys, env)

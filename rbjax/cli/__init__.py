@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 
 from rbjax.cli import bench, run, sweep, train
 from rbjax.cli.common import add_env_flags, fail
@@ -136,8 +137,20 @@ def _use_compilation_cache(folder: str | None) -> None:
         or os.environ.get("JAX_COMPILATION_CACHE_DIR")
         or os.path.join(os.path.expanduser("~"), ".cache", "rbjax", "xla")
     )
-    if folder.lower() != "none":
-        jax.config.update("jax_compilation_cache_dir", folder)
+    if folder.lower() == "none":
+        return
+    try:
+        os.makedirs(folder, exist_ok=True)
+        writable = os.access(folder, os.W_OK)
+    except OSError:
+        writable = False
+    if not writable:
+        print(
+            f"rbjax: --cache {folder} is not a writable folder; running without the compilation cache",
+            file=sys.stderr,
+        )
+        return
+    jax.config.update("jax_compilation_cache_dir", folder)
 
 
 def _check_out(folder: str | None) -> None:
@@ -160,6 +173,11 @@ def main(argv=None) -> None:
     for name in POSITIVE:
         if getattr(args, name, 1) < 1:
             ap.error(f"--{name.replace('_', '-')} must be >= 1")
+    cores = os.cpu_count() or 1
+    if args.devices is not None and not 1 <= args.devices <= cores:
+        ap.error(f"--devices must be between 1 and the host's {cores} cores, got {args.devices}")
+    if not 0 <= getattr(args, "seed", 0) < 2**32:
+        ap.error(f"--seed must be in 0 .. 2**32 - 1, got {args.seed}")
     _check_out(getattr(args, "out", None))
     if args.func is not bench.main:
         _use_compilation_cache(args.cache)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import time
 
-from rbjax.cli.common import make_env, make_policy
+from rbjax.cli.common import fail, make_env, make_policy
 
 
 def info(args) -> None:
@@ -44,3 +44,9 @@ def main(args) -> None:
             )
             fig.savefig(os.path.join(args.out, "oracle_net_worth.png"), dpi=120)
         print(f"wrote {args.out}")
+    bad = metrics.non_finite_stores(table)
+    if len(bad):
+        raise fail(
+            f"{len(bad)} of {args.stores} stores ended with a non-finite net worth or count "
+            f"(stores {bad[:8].tolist()}): the results above are not valid"
+        )

@@ -33,6 +33,7 @@ def parse_values(text: str, flag: str) -> list:
 
 
 def main(args) -> None:
+    from rbjax.runners import metrics
     from rbjax.runners.sweep import grid, sweep
 
     env, params = make_env(args)
@@ -65,6 +66,13 @@ def main(args) -> None:
     for metric in PLOTTED:
         fig = result.plot(metric, x=names[0], y=names[1] if len(names) > 1 else None)
         fig.savefig(os.path.join(args.out, f"{metric}.png"), dpi=120)
+    bad = metrics.non_finite_stores(result.table)
+    if len(bad):
+        points = sorted(set(result.table.point.iloc[bad].tolist()))
+        raise fail(
+            f"sweep: {len(bad)} stores at points {points[:8]} ended with a non-finite net worth or count; "
+            f"the tables are written, but those points have no valid result"
+        )
     best = result.summary[("final_net_worth", "mean")].idxmax()
     print(
         f"{result.store_days:,} store-days in {result.seconds:.1f} s "

@@ -33,7 +33,10 @@ def main(args) -> None:
             raise fail(
                 f"train: --init {args.init} has hidden={trained.hidden}; pass --hidden {trained.hidden}"
             )
-    result = train_ppo(env, params, config, seed=args.seed, out=args.out, every=args.progress, init=init)
+    try:
+        result = train_ppo(env, params, config, seed=args.seed, out=args.out, every=args.progress, init=init)
+    except FloatingPointError as e:
+        raise fail(f"train: {e}") from None
     last = result.curve[result.curve.episodes > 0].tail(5)
     print(
         f"ppo: {config.num_updates} updates, {config.total_steps:,} store-days in {result.train_s:.0f} s "

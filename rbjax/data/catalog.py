@@ -9,6 +9,7 @@ T = 1670 days (1991-06-06 .. 1995-12-31).
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import json
 import os
 import zipfile
@@ -141,6 +142,26 @@ def _check(name: str, arr: np.ndarray, file: Path, days: int) -> None:
         )
 
 
+def _check_ranges(arrays: dict, file: Path) -> None:
+    """The catalogue's semantic ranges; a CatalogError names the file and field."""
+    positive = ("shelf_life", "base_cost", "price_min", "price_max", "price_p30", "price_p70")
+    for name in positive:
+        if (arrays[name] <= 0).any():
+            raise CatalogError(f"{file}: field '{name}' must be positive")
+    for name in ("sigma", "week_index"):
+        if (arrays[name] < 0).any():
+            raise CatalogError(f"{file}: field '{name}' must not be negative")
+    order = ("price_min", "price_p30", "price_p70", "price_max")
+    for lo, hi in zip(order, order[1:]):
+        if (arrays[lo] > arrays[hi]).any():
+            j = int(np.argmax(arrays[lo] > arrays[hi]))
+            raise CatalogError(f"{file}: field '{lo}' exceeds '{hi}' for product {j}")
+    if ((arrays["anchor_rating"] < 1) | (arrays["anchor_rating"] > 5)).any():
+        raise CatalogError(f"{file}: field 'anchor_rating' must lie in [1, 5]")
+    if (arrays["cost_series_start"] >= len(arrays["traffic"])).any():
+        raise CatalogError(f"{file}: field 'cost_series_start' must not lie after the calendar's last day")
+
+
 def load_catalog(path: str | os.PathLike | None = None) -> Catalog:
     """Load and validate a catalogue folder (default: the shipped ``data/hard_v2``).
 
@@ -161,6 +182,15 @@ def load_catalog(path: str | os.PathLike | None = None) -> Catalog:
         dt.date.fromisoformat(calendar["index_0"])
     except (json.JSONDecodeError, KeyError, ValueError, TypeError) as e:
         raise CatalogError(f"{manifest_path}: unreadable calendar ({type(e).__name__}: {e})") from e
+    expected = manifest.get("files", {}).get("catalog.npz", {}).get("sha256")
+    if expected is None:
+        raise CatalogError(f"{manifest_path}: no sha256 checksum for catalog.npz")
+    actual = hashlib.sha256(npz_path.read_bytes()).hexdigest()
+    if actual != expected:
+        raise CatalogError(
+            f"{npz_path}: sha256 {actual[:12]}... does not match the manifest's {expected[:12]}... "
+            "(a changed or damaged file: rebuild it with python -m rbjax.data.build)"
+        )
     try:
         with np.load(npz_path, allow_pickle=False) as z:
             arrays = {k: z[k] for k in z.files}
@@ -176,8 +206,7 @@ def load_catalog(path: str | os.PathLike | None = None) -> Catalog:
             raise CatalogError(f"{npz_path}: field '{name}' has a category index outside 0..{G - 1}")
     if (arrays["traffic"] < 0).any():
         raise CatalogError(f"{npz_path}: field 'traffic' has a negative customer count")
-    if (arrays["shelf_life"] <= 0).any():
-        raise CatalogError(f"{npz_path}: field 'shelf_life' must be positive")
+    _check_ranges(arrays, npz_path)
     meta = {
         k: tuple(str(s) for s in arrays.pop(k)) for k in ("upc", "description", "brand", "category_names")
     }

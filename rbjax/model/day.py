@@ -158,7 +158,7 @@ def close(state: EnvState, params: EnvParams, cfg: EnvConfig) -> tuple[EnvState,
     quotes = suppliers.advance(state.suppliers, state.world, params, tomorrow, supply)
     net_worth = funds + inventory.book_value(lots, params.shelf_life, tomorrow) + fsum(fsum(pending.cost, -1))
     neg_days = jnp.where(funds < 0, state.neg_days + 1, 0)
-    terminated = neg_days >= params.neg_funds_days
+    terminated = (neg_days >= params.neg_funds_days) | ~jnp.isfinite(funds)  # NaN funds end the episode
     truncated = (state.day + 1 >= params.horizon) & ~terminated
     state = state.replace(
         day=state.day + 1,

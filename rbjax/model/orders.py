@@ -29,8 +29,12 @@ def sanitize(order: jax.Array, max_units: jax.Array):
 
 
 def call_positions(order_rank: jax.Array) -> jax.Array:
-    """[J] int32 position of each product in the day's calls: by ``order_rank``, ties by product index."""
-    return rank(order_rank, descending=False)
+    """[J] int32 position of each product in the day's calls: by ``order_rank``, ties by product index.
+
+    A NaN rank compares as +inf (those products' lines go last, in product index order), so the positions
+    are always a permutation and every line is charged its own cost.
+    """
+    return rank(jnp.where(jnp.isnan(order_rank), jnp.inf, order_rank), descending=False)
 
 
 def accept_by_funds(cost: jax.Array, funds: jax.Array, order_rank: jax.Array | None = None):

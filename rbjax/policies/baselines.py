@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from flax import struct
 
 from rbjax.policies.estimates import daily_demand, rank, stock_position
+from rbjax.policies.params_check import require
 from rbjax.state import Action, Observation
 
 
@@ -23,6 +25,12 @@ class RandomParams:
     order_prob: jax.Array  # [] chance a shelf product is reordered on a day
     max_units: jax.Array  # [] order size ~ UniformInt[1, max_units]
     price_jitter: jax.Array  # [] relative price change ~ U(-jitter, jitter)
+
+    def check(self) -> None:
+        require(self, "shelf_size", lambda x: x >= 0, ">= 0")
+        require(self, "order_prob", lambda x: (x >= 0) & (x <= 1), "in [0, 1]")
+        require(self, "max_units", lambda x: x >= 0, ">= 0")
+        require(self, "price_jitter", lambda x: (x >= 0) & (x < 1), "in [0, 1)")
 
     @classmethod
     def default(cls):
@@ -81,6 +89,13 @@ class BaseStockParams:
     cover_days: jax.Array  # [] order up to cover_days x daily demand (on hand + waiting + incoming)
     supplier: jax.Array  # [] int32 CHEAPEST (0) or BEST_RATED (1)
 
+    def check(self) -> None:
+        require(self, "shelf_size", lambda x: x >= 0, ">= 0")
+        require(self, "cover_days", lambda x: x >= 0, ">= 0")
+        require(
+            self, "supplier", lambda x: (x == CHEAPEST) | (x == BEST_RATED), "CHEAPEST (0) or BEST_RATED (1)"
+        )
+
     @classmethod
     def default(cls):
         return cls(shelf_size=jnp.int32(40), cover_days=jnp.float32(8.0), supplier=jnp.int32(CHEAPEST))
@@ -103,6 +118,14 @@ class SSParams:
     s_days: jax.Array  # [] reorder point, days of demand
     S_days: jax.Array  # [] order-up-to level, days of demand (>= s_days)
     supplier: jax.Array  # [] int32 CHEAPEST (0) or BEST_RATED (1)
+
+    def check(self) -> None:
+        require(self, "shelf_size", lambda x: x >= 0, ">= 0")
+        require(self, "s_days", lambda x: x >= 0, ">= 0")
+        require(self, "S_days", lambda x: x >= np.asarray(self.s_days), ">= s_days")
+        require(
+            self, "supplier", lambda x: (x == CHEAPEST) | (x == BEST_RATED), "CHEAPEST (0) or BEST_RATED (1)"
+        )
 
     @classmethod
     def default(cls):

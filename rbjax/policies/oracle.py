@@ -19,6 +19,7 @@ import jax.numpy as jnp
 from flax import struct
 
 from rbjax.policies.estimates import price_and_demand, rank, stock_position
+from rbjax.policies.params_check import require
 from rbjax.state import Action, Observation, Privileged
 
 
@@ -30,6 +31,19 @@ class OracleParams:
     fallback_demand: jax.Array  # [] d0, daily demand when the history gives none (10)
     news_clip: jax.Array  # [2] range of the news multiplier (0.5, 2.0)
     capacity_buffer: jax.Array  # [] units of capacity kept free (100)
+
+    def check(self) -> None:
+        require(self, "products_per_category", lambda x: x >= 1, ">= 1")
+        require(self, "multiplier", lambda x: x > 0, "> 0")
+        require(self, "window", lambda x: x >= 1, ">= 1 (days of sales history)")
+        require(self, "fallback_demand", lambda x: x >= 0, ">= 0")
+        require(
+            self,
+            "news_clip",
+            lambda x: (x[..., 0] > 0) & (x[..., 0] <= x[..., 1]),
+            "(low, high), 0 < low <= high",
+        )
+        require(self, "capacity_buffer", lambda x: x >= 0, ">= 0")
 
     @classmethod
     def default(cls, **overrides) -> OracleParams:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import math
 import time
 from collections.abc import Callable
 from typing import Any
@@ -60,6 +61,15 @@ class PPOConfig:
         for name in ("num_envs", "num_steps", "total_steps", "epochs", "minibatches", "hidden", "pool_every"):
             if getattr(self, name) < 1:
                 raise ValueError(f"PPOConfig.{name} must be >= 1, got {getattr(self, name)}")
+        for name in ("lr", "gamma", "gae_lambda", "clip", "ent_coef", "vf_coef", "max_grad_norm"):
+            value = getattr(self, name)
+            if not (isinstance(value, (int, float)) and math.isfinite(value) and value >= 0):
+                raise ValueError(f"PPOConfig.{name} must be a finite number >= 0, got {value}")
+        if not (self.lr > 0 and self.gamma <= 1 and self.gae_lambda <= 1):
+            raise ValueError(
+                f"PPOConfig: lr must be > 0 and gamma, gae_lambda at most 1; got lr={self.lr}, "
+                f"gamma={self.gamma}, gae_lambda={self.gae_lambda}"
+            )
         if self.num_envs % self.minibatches:
             raise ValueError(
                 f"PPOConfig.num_envs ({self.num_envs}) must be a multiple of minibatches ({self.minibatches})"

@@ -82,6 +82,7 @@ def train_ppo(
             2, "wall_s", np.asarray(log.times[: len(curve)] + [np.nan] * (len(curve) - len(log.times)))
         )
     result = TrainResult(ppo.policy_params(runner), curve, config, compile_s, train_s)
+    _check_finite(result)
     if out is not None:
         save(out, result.policy_params, config, env)
         curve.to_csv(Path(out) / "curve.csv", index=False)
@@ -89,6 +90,24 @@ def train_ppo(
 
         plot_learning_curve(curve).savefig(Path(out) / "curve.png", dpi=110, bbox_inches="tight")
     return result
+
+
+def _check_finite(result: TrainResult) -> None:
+    """Stop with a clear error (and save nothing) when a loss or a parameter went non-finite."""
+    losses = [c for c in result.curve.columns if "loss" in c]
+    bad = ~np.isfinite(result.curve[losses].to_numpy(np.float64)).all(1)
+    if bad.any():
+        first = int(result.curve.update.to_numpy()[np.argmax(bad)])
+        raise FloatingPointError(
+            f"PPO diverged: non-finite loss from update {first} of {len(bad)} (lr={result.config.lr}); "
+            "nothing was saved"
+        )
+    if not all(
+        np.isfinite(np.asarray(x)).all()
+        for x in jax.tree.leaves(result.policy_params)
+        if np.asarray(x).dtype.kind == "f"
+    ):
+        raise FloatingPointError("PPO diverged: non-finite network parameters; nothing was saved")
 
 
 def save(out: str | Path, policy_params: ppo.PPOPolicyParams, config: ppo.PPOConfig, env: Env) -> None:
@@ -105,19 +124,26 @@ def save(out: str | Path, policy_params: ppo.PPOPolicyParams, config: ppo.PPOCon
 
 
 def load(path: str | Path, env: Env) -> tuple[ppo.PPOPolicyParams, ppo.PPOConfig]:
-    """Read a run directory written by ``save``; checks it matches ``env``'s shapes."""
+    """Read a run directory written by ``save``; checks it matches ``env``'s shapes and holds finite numbers.
+
+    Raises FileNotFoundError for a missing file and ValueError naming the file for anything else wrong.
+    """
     path = Path(path)
     missing = [f for f in FILES if not (path / f).is_file()]
     if missing:
         raise FileNotFoundError(f"{path} is not a PPO checkpoint: missing {', '.join(missing)}")
-    meta = json.loads((path / "config.json").read_text())
-    for name in ("num_products", "num_suppliers"):
-        if meta[name] != getattr(env.config, name):
+    config_file, weights_file = path / "config.json", path / "policy.msgpack"
+    try:
+        meta = json.loads(config_file.read_text())
+        config = ppo.PPOConfig(**meta["ppo"])
+        trained = {name: meta[name] for name in ("num_products", "num_suppliers")}
+    except (json.JSONDecodeError, KeyError, TypeError, ValueError) as e:
+        raise ValueError(f"{config_file}: not a PPO run config ({type(e).__name__}: {e})") from None
+    for name, value in trained.items():
+        if value != getattr(env.config, name):
             raise ValueError(
-                f"checkpoint {path} was trained with {name}={meta[name]}, "
-                f"the env has {getattr(env.config, name)}"
+                f"checkpoint {path} was trained with {name}={value}, the env has {getattr(env.config, name)}"
             )
-    config = ppo.PPOConfig(**meta["ppo"])
     F, G = feature_sizes(env.config.num_suppliers)
     template = ppo.PPOPolicyParams(
         net=ppo.init_params(env, config, jax.random.key(0)),
@@ -125,4 +151,22 @@ def load(path: str | Path, env: Env) -> tuple[ppo.PPOPolicyParams, ppo.PPOConfig
         globals_=RunningStats.zeros(G),
         greedy=jnp.asarray(False),
     )
-    return serialization.from_bytes(template, (path / "policy.msgpack").read_bytes()), config
+    try:
+        state = serialization.msgpack_restore(weights_file.read_bytes())
+    except Exception as e:  # msgpack raises several unrelated types for corrupt bytes
+        raise ValueError(f"{weights_file}: not a readable msgpack file ({type(e).__name__})") from None
+    try:
+        params = serialization.from_state_dict(template, state)
+    except (ValueError, KeyError, TypeError) as e:
+        raise ValueError(
+            f"{weights_file}: its keys do not match the network of {config_file} ({e})"
+        ) from None
+    for (where, want), got in zip(jax.tree_util.tree_flatten_with_path(template)[0], jax.tree.leaves(params)):
+        name = jax.tree_util.keystr(where, simple=True, separator=".")
+        if np.shape(got) != np.shape(want):
+            raise ValueError(
+                f"{weights_file}: {name} has shape {np.shape(got)}, the network needs {np.shape(want)}"
+            )
+        if np.asarray(got).dtype.kind == "f" and not np.isfinite(np.asarray(got)).all():
+            raise ValueError(f"{weights_file}: {name} holds non-finite values (a diverged training run?)")
+    return params, config

@@ -112,11 +112,17 @@ def summary(
 def compare(
     table: pd.DataFrame, reference: Mapping[str, float] = paper.ORACLE, metrics: tuple[str, ...] = MAIN_TABLE
 ) -> pd.DataFrame:
-    """rbjax mean ± sd beside a reference row (default: the paper's oracle), with the gap in sd units."""
+    """rbjax mean ± sd beside a reference row (default: the paper's oracle), with the gap in sd units.
+
+    The mean and sd are over the stores with a finite value (``n``); ``missing`` counts the others: a
+    ratio with an empty denominator (no sales), or a corrupted value (see ``non_finite_stores``).
+    """
     rows = []
     for m in metrics:
-        x = table[m].dropna()
-        mean, sd = float(x.mean()), float(x.std()) if len(x) > 1 else float("nan")
+        values = table[m].to_numpy(np.float64)
+        x = values[np.isfinite(values)]
+        mean = float(x.mean()) if len(x) else float("nan")
+        sd = float(x.std(ddof=1)) if len(x) > 1 else float("nan")
         ref = reference.get(m, float("nan"))
         rows.append(
             {
@@ -125,9 +131,18 @@ def compare(
                 "sd": sd,
                 "paper": ref,
                 "gap_sd": (mean - ref) / sd if sd > 0 else float("nan"),
+                "n": len(x),
+                "missing": len(values) - len(x),
             }
         )
     return pd.DataFrame(rows).set_index("metric")
+
+
+def non_finite_stores(table: pd.DataFrame) -> np.ndarray:
+    """Indices of the stores whose net worth or counts are not finite: a corrupted run, never a valid result."""
+    cols = ["final_net_worth", "survival_days", "total_sales", "stockout_days"]
+    bad = ~np.isfinite(table[cols].to_numpy(np.float64)).all(1)
+    return np.flatnonzero(bad)
 
 
 def format_compare(cmp: pd.DataFrame) -> str:
@@ -139,6 +154,7 @@ def format_compare(cmp: pd.DataFrame) -> str:
         lines.append(
             f"{m:22s} {fmt(row['mean']) + ' ± ' + fmt(row['sd']):>26s} {fmt(row['paper']):>12s} "
             f"{row['gap_sd']:>+9.2f}"
+            + (f"  ({int(row['missing'])} stores without a value)" if row.get("missing", 0) else "")
         )
     return "\n".join(lines)
 

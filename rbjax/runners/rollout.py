@@ -15,6 +15,7 @@ import numpy as np
 from jax.sharding import Mesh
 from jax.sharding import PartitionSpec as P
 
+from rbjax.checks import check_policy_params, is_concrete
 from rbjax.env import Env
 from rbjax.params import EnvParams
 from rbjax.runners.records import summarize
@@ -70,6 +71,10 @@ def rollout(
         raise ValueError(f"keys must be a 1-D batch of PRNG keys, got shape {keys.shape}")
     if days < 1:
         raise ValueError(f"days must be >= 1, got {days}")
+    if is_concrete(env_params):
+        env.check_params(env_params)
+    if is_concrete(policy_params):
+        check_policy_params(policy_params)
     devices = tuple(jax.devices() if devices is None else devices)
     n = len(keys)
     pad = -n % len(devices)

@@ -87,6 +87,12 @@ def _batched(base, fields: dict[str, list], stores: np.ndarray):
     leaves, axes = {}, dict.fromkeys(_fields(base))
     for field, values in fields.items():
         ref = np.asarray(getattr(base, field))
+        if ref.dtype.kind in "iu" and not all(
+            np.all(np.asarray(v) == np.round(np.asarray(v))) for v in values
+        ):
+            raise ValueError(
+                f"sweep values for {field!r} must be whole numbers (an integer leaf), got {values}"
+            )
         try:
             col = np.stack([np.broadcast_to(np.asarray(v, ref.dtype), ref.shape) for v in values])
         except ValueError as e:
