@@ -182,6 +182,8 @@ class DayInfo:
     stockout: jax.Array  # [J] bool demand > on-hand > 0
     revenue: jax.Array  # [] sales at today's prices
     refunds: jax.Array  # []
+    reviews: jax.Array  # [J] int32 reviews written today
+    stars: jax.Array  # [J] int32 sum of their star ratings
     order_cost: jax.Array  # [] paid for accepted orders
     ordered: jax.Array  # [J] units ordered (accepted)
     delivered: jax.Array  # [J] units delivered at the end of the day
@@ -198,5 +200,8 @@ class DayInfo:
     shelf_refused: jax.Array  # [] bool the shelf change exceeded capacity and was refused
     invalid_orders: jax.Array  # [] int32 lines with negative/non-finite units or over the per-order cap
     refused_orders: jax.Array  # [] int32 lines refused for lack of funds
+    invalid_ranks: (
+        jax.Array
+    )  # [] int32 NaN entries of Action.order_rank (those lines go last, by product index)
     merged_lots: jax.Array  # [] int32 deliveries merged into a product's newest lot (lot slots full)
     alive: jax.Array  # [] bool this day was played (False after the episode ended)

@@ -3,6 +3,7 @@
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 from helpers import J, K, act, fixed_world, order_of
 
 from rbjax.model import orders
@@ -60,3 +61,21 @@ def test_supplier_ranks_count_lines_by_quality_then_price():
     ranks = {k: int(v) for k, v in orders.supplier_ranks(lines, quality, price).items()}
     # product 0: supplier 2 is rank 1 (quality 4.5, cheaper than 1), supplier 0 rank 3; product 1: supplier 2 rank 3
     assert ranks == dict(order_lines=3, quality_rank_sum=1 + 3 + 3, quality_first=1, price_first=2)
+
+
+def test_a_nan_order_rank_is_placed_last_charged_in_full_and_counted(params, reset, step):
+    """Every accepted line is charged its own cost, whatever the ranks (NaN ranks go last, by product)."""
+    obs, s = reset(jax.random.key(9), params)
+    order = jnp.zeros((J, K), jnp.float32).at[:, 0].set(20.0)
+    for rank in (
+        np.full(J, np.nan, np.float32),
+        np.where(np.arange(J) % 3 == 0, np.nan, np.arange(J, 0, -1.0)),
+    ):
+        a = Action(price=s.prices, shelf=s.shelf, order=order, order_rank=jnp.asarray(rank, jnp.float32))
+        _, s2, _, _, _, info = step(jax.random.key(1), s, a, params)
+        cost_of_lines = float(jnp.sum(info.ordered.astype(jnp.float32) * s.suppliers.quote_price[:, 0]))
+        assert float(s.funds - s2.funds) == pytest.approx(
+            cost_of_lines + float(params.rent) - float(info.revenue - info.refunds), rel=1e-5
+        )
+        assert float(info.order_cost) == pytest.approx(cost_of_lines, rel=1e-5)
+        assert int(info.invalid_ranks) == int(np.isnan(rank).sum())

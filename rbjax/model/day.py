@@ -68,6 +68,9 @@ def act(
         shelf_refused=~shelf_ok,
         invalid_orders=invalid_orders,
         refused_orders=refused,
+        invalid_ranks=jnp.zeros((), jnp.int32)
+        if action.order_rank is None
+        else jnp.sum(jnp.isnan(action.order_rank), dtype=jnp.int32),
         **orders.supplier_ranks(units > 0, quotes.quote_quality, quotes.quote_price),
     )
 
@@ -125,6 +128,8 @@ def sell(
         stockout=wanted > on_hand,
         revenue=revenue,
         refunds=refunds,
+        reviews=n_reviews.astype(jnp.int32),
+        stars=star_sum.astype(jnp.int32),
     )
 
 
