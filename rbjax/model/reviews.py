@@ -10,6 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from rbjax.kernels import rng
+from rbjax.kernels.xla import fsum
 from rbjax.state import Reviews
 
 BASE_RATING_PROBS = np.array([21, 9, 6, 14, 50], np.float64) / 100.0  # p0(k), k = 1..5
@@ -64,7 +65,7 @@ def returns_and_reviews(key: jax.Array, taken: jax.Array, lot_quality: jax.Array
     Binomial(sold, mean ret(q) over the sold units) and reviews Binomial(sold, ratio): exact in the mean,
     and exact in distribution when the day's units share one quality (decision 7 allows counts). The
     first EXACT_REVIEWS ratings of a product-day are drawn one by one from the (sold-weighted) tilted
-    distribution; any beyond add a rounded normal with that distribution's mean and variance.
+    distribution; the rest are drawn as multinomial counts over the five star values.
     Returns (returned [J], review count [J], star sum [J]) as float counts.
     """
     sold = taken.sum(-1)
@@ -86,11 +87,8 @@ def sample_stars(key: jax.Array, n_reviews: jax.Array, probs: jax.Array) -> jax.
     drawn = jnp.arange(EXACT_REVIEWS) < n_reviews[:, None]
     star_sum = jnp.sum(jnp.where(drawn, stars, 0.0), -1)
     extra = jnp.maximum(n_reviews - EXACT_REVIEWS, 0.0)
-    values = jnp.asarray(STARS, probs.dtype)
-    mean = probs @ values
-    var = jnp.maximum(probs @ values**2 - mean**2, 0.0)
-    bulk = jnp.round(extra * mean + jnp.sqrt(extra * var) * rng.normal(k_extra, n_reviews.shape, probs.dtype))
-    return star_sum + jnp.clip(bulk, extra, 5.0 * extra)
+    counts = rng.multinomial(k_extra, extra, probs)  # [J, 5] ratings of each star value beyond the 8th
+    return star_sum + fsum(counts * jnp.asarray(STARS, counts.dtype), -1).astype(star_sum.dtype)
 
 
 def window_rating(reviews: Reviews) -> jax.Array:
