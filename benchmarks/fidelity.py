@@ -14,9 +14,9 @@ import time
 
 import jax
 
-from rbjax import Env, EnvConfig, load_catalog
+from rbjax import Env, EnvConfig, load_catalog, rollout
 from rbjax.policies import OracleParams, oracle
-from rbjax.runners import metrics, paper, rollout
+from rbjax.runners import metrics, paper
 from rbjax.runners.plots import plot_net_worth
 
 OUT = os.path.join(os.path.dirname(__file__), "out")

@@ -1,5 +1,7 @@
 """rbjax.runners.rollout: whole random-policy episodes, determinism, batch position, devices."""
 
+from pathlib import Path
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -93,25 +95,27 @@ def test_a_store_does_not_depend_on_its_position_in_a_large_batch(env, params):
 
 
 SHARDED = """
+import sys
+sys.path.insert(0, TESTS)
 import jax, numpy as np
 import rbjax
 rbjax.devices.split_cpu(2)
+import golden
 from rbjax.policies import random_policy, RandomParams
 assert len(jax.devices()) == 2
 env = rbjax.Env()
-params = env.default_params()
-keys = jax.random.split(jax.random.key(3), 5)             # odd: the sharded batch is padded
-pp = RandomParams.default()
-one, _ = rbjax.rollout(env, random_policy, pp, params, keys, days=4, devices=jax.devices()[:1])
-two, state = rbjax.rollout(env, random_policy, pp, params, keys, days=4)
-assert state.funds.shape == (5,)
-for a, b in zip(jax.tree.leaves(one), jax.tree.leaves(two)):
-    assert a.shape == b.shape and np.array_equal(np.asarray(a), np.asarray(b))
-assert int(np.asarray(two.order_lines).sum()) > 0
+keys = jax.random.split(jax.random.key(golden.SEED), golden.STORES)[:3]    # odd: the sharded batch is padded
+rec, state = rbjax.rollout(env, random_policy, RandomParams.default(), env.default_params(), keys,
+                           days=golden.DAYS, records="full")
+expected = np.load(golden.FIXTURE)
+for name, value in golden.record_arrays(rec).items():
+    assert np.array_equal(value, expected[f"random/records/{name}"][:3]), name
+for name, value in golden.state_arrays(state).items():
+    assert np.array_equal(value, expected[f"random/state/{name}"][:3]), name
 print("identical")
 """
 
 
 def test_sharded_rollout_equals_single_device():
-    """2 forced CPU devices (an odd batch, padded) give the records of one device."""
-    run_script(SHARDED, "identical")
+    """2 forced CPU devices (an odd batch, padded) give the golden fixture's one-device records and state."""
+    run_script(SHARDED.replace("TESTS", repr(str(Path(__file__).parent))), "identical")
