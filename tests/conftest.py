@@ -25,6 +25,7 @@ GROUPS = {
     "tests/test_notebooks.py::test_notebook_runs[oracle_sweep.ipynb]": "oracle-16x180",
     "tests/test_wheel.py": "oracle-16x180",
     "tests/test_oracle.py": "oracle-16x180",
+    "tests/test_cli.py::test_cli_sweep_writes_tables_and_plots": "oracle-16x180",
 }
 
 

@@ -33,9 +33,12 @@ def test_cli_info_and_oracle(tmp_path):
 
 
 def test_cli_sweep_writes_tables_and_plots(tmp_path):
-    out = rbjax(f"sweep --multiplier 4,6 --shelf 30,40 --seeds 2 --days 3 --out {tmp_path}").stdout
+    # the sweep of notebooks/oracle_sweep.ipynb, on one device: the compiled program is shared
+    out = rbjax(
+        f"--devices 1 sweep --multiplier 3,6 --shelf 30,40 --seeds 4 --days 60 --out {tmp_path}"
+    ).stdout
     table = pd.read_csv(tmp_path / "sweep.csv")
-    assert len(table) == 8 and set(table.multiplier) == {4, 6} and set(table.shelf_capacity) == {30, 40}
+    assert len(table) == 16 and set(table.multiplier) == {3, 6} and set(table.shelf_capacity) == {30, 40}
     assert len(pd.read_csv(tmp_path / "summary.csv")) == 4 and (tmp_path / "final_net_worth.png").exists()
     assert "best mean final net worth" in out
 

@@ -17,7 +17,7 @@ def test_bench_quick_writes_its_tables(tmp_path):
     table = pd.read_csv(tmp_path / "bench.csv")
     assert len(table) >= 1 and (table.store_days_per_s > 0).all()
     substeps = pd.read_csv(tmp_path / "substeps.csv")
-    assert {"expire", "observe"} <= set(substeps.module) and np.isfinite(substeps.ms).all()
+    assert {"act", "observe"} <= set(substeps.module) and np.isfinite(substeps.ms).all()
     assert (tmp_path / "bench.png").exists()
 
 

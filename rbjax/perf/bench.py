@@ -59,7 +59,7 @@ def throughput(env: Env, params, policy: str, devices: tuple, batch: int, days: 
     )
 
 
-QUICK_SUBSTEPS = ("expire", "observe")
+QUICK_SUBSTEPS = ("act", "observe")
 
 
 def substeps(
