@@ -1,5 +1,6 @@
 """Learned-baseline plumbing: observation encoding, action decoding, per-product rewards, PPO, checkpoints."""
 
+import golden
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -20,11 +21,19 @@ SMALL = dict(num_envs=32, num_steps=8, total_steps=32 * 8 * 24, minibatches=4, h
 SMALL_DAYS = 40
 
 
-def mid_episode_states(env, params, days=25, stores=4):
-    """A few stores after ``days`` days of the random policy: stock, pending orders, reviews, news."""
-    keys = jax.random.split(jax.random.key(7), stores)
+def mid_episode_states(env, params):
+    """4 stores after 30 days of the random policy: stock, pending orders, reviews, news (the golden records'
+    rollout program, so the persistent cache serves it)."""
+    keys = jax.random.split(jax.random.key(7), golden.STORES)
     _, state = rbjax.rollout(
-        env, random_policy, RandomParams.default(), params, keys, days=days, devices=jax.devices()[:1]
+        env,
+        random_policy,
+        RandomParams.default(),
+        params,
+        keys,
+        days=golden.DAYS,
+        records="full",
+        devices=jax.devices()[:1],
     )
     return state
 
