@@ -70,10 +70,11 @@ def test_cli_train_and_eval_ppo(tmp_path):
     assert "24 updates" in out and "store-days/s" in out
     assert {"config.json", "policy.msgpack", "curve.csv", "curve.png"} <= {p.name for p in tmp_path.iterdir()}
     assert len(pd.read_csv(tmp_path / "curve.csv")) == 24
+    # tests/test_rl.py's evaluation program (256 stores x 40 days, one device): compiled once for the suite
     out = rbjax(
-        f"--devices 1 eval --policy ppo --checkpoint {tmp_path} --stores 8 --days 40 --progress 0"
+        f"--devices 1 eval --policy ppo --checkpoint {tmp_path} --stores 256 --days 40 --progress 0"
     ).stdout
-    assert "ppo policy, 8 stores x 40 days" in out and "final_net_worth" in out
+    assert "ppo policy, 256 stores x 40 days" in out and "final_net_worth" in out
     assert "24,351" in out or "24350.98" in out  # beside the best LLM row
     # continue from the checkpoint (same program: the start policy is always an argument of the compiled run)
     first, _ = load(tmp_path, Env())

@@ -65,15 +65,24 @@ def test_summary_and_compare():
         metrics.store_metrics(jax.tree.map(lambda x: x[0], _records()))
 
 
+SWEEP_DAYS = 6
+
+
+def sweep_base_stock(env, params, points):
+    """Both sweep tests sweep the same leaves with the same sizes: one compiled program."""
+    return rbjax.sweep(
+        env, base_stock, BaseStockParams.default(), params, points, seeds=2, days=SWEEP_DAYS, batch_size=4
+    )
+
+
 def test_sweep_rows_map_to_their_points_and_seeds_are_shared(env, params):
-    points = rbjax.grid(rent=[0.0, 250.0, 250.0], initial_funds=[30_000.0, 1_000.0])
-    days = 3
-    result = rbjax.sweep(env, null_policy, None, params, points, seeds=2, days=days, batch_size=4)  # 3 chunks
+    points = rbjax.grid(rent=[0.0, 250.0, 250.0], initial_funds=[30_000.0, 1_000.0], cover_days=[0.0])
+    result = sweep_base_stock(env, params, points)  # 12 stores: 3 chunks of 4
     t = result.table
     assert len(t) == 12 and list(t.point) == [i // 2 for i in range(12)] and list(t.seed) == [0, 1] * 6
-    # the null policy stocks nothing: net worth = funds - days * rent exactly
-    np.testing.assert_allclose(t.final_net_worth, t.initial_funds - days * t.rent)
-    assert result.summary.shape[0] == 4  # grouped by (rent, initial_funds): 250 twice
+    # a cover of 0 days stocks nothing: net worth = funds - days * rent exactly
+    np.testing.assert_allclose(t.final_net_worth, t.initial_funds - SWEEP_DAYS * t.rent)
+    assert result.summary.shape[0] == 4  # grouped by (rent, initial_funds, cover_days): 250 twice
     with pytest.raises(ValueError, match="not a field"):
         rbjax.sweep(env, null_policy, None, params, [{"nonsense": 1}])
     with pytest.raises(ValueError, match="sweep point 0"):
@@ -81,9 +90,8 @@ def test_sweep_rows_map_to_their_points_and_seeds_are_shared(env, params):
 
 
 def test_sweep_policy_params_and_common_random_numbers(env, params):
-    points = [{"cover_days": 0.0}, {"cover_days": 8.0}, {"cover_days": 8.0}]
-    result = rbjax.sweep(env, base_stock, BaseStockParams.default(), params, points, seeds=2, days=6)
-    t = result.table
+    points = [{"rent": 600.0, "initial_funds": 30_000.0, "cover_days": c} for c in (0.0, 8.0, 8.0)]
+    t = sweep_base_stock(env, params, points).table
     assert t[t.cover_days == 0].quality_first.isna().all()  # cover 0: never orders
     assert t[t.cover_days == 8].quality_first.notna().all()
     same = t[t.point == 1].drop(columns="point").reset_index(drop=True)

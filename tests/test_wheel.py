@@ -65,24 +65,10 @@ def test_wheel_installs_with_its_data_and_runs_outside_the_repository(tmp_path):
     ).stdout
     assert str(site) in where and str(ROOT) not in where
     assert "96 products in 20 categories" in rbjax("info")
-    # the shapes of tests/test_cli.py's runs: the compiled programs come from the persistent cache
+    # the programs of tests/test_cli.py's runs: the compiled programs come from the persistent cache
     oracle = rbjax("--devices", "1", "oracle", "--stores", "16", "--days", "180", "--progress", "0")
     assert "oracle policy, 16 stores x 180 days" in oracle
     checkpoint = where.split()[1]
-    ppo = rbjax(
-        "--devices",
-        "1",
-        "eval",
-        "--policy",
-        "ppo",
-        "--checkpoint",
-        checkpoint,
-        "--greedy",
-        "--stores",
-        "8",
-        "--days",
-        "40",
-        "--progress",
-        "0",
-    )
-    assert "ppo policy, 8 stores x 40 days" in ppo
+    common = "--devices 1 eval --policy ppo --greedy --stores 256 --days 40 --progress 0".split()
+    ppo = rbjax(*common, "--checkpoint", checkpoint)
+    assert "ppo policy, 256 stores x 40 days" in ppo
