@@ -118,15 +118,10 @@ def check_params(params: EnvParams, config: EnvConfig) -> None:
 
 
 def _check_joint(params: EnvParams, config: EnvConfig, T: int) -> None:
-    p = {k: np.asarray(getattr(params, k)) for k in ("price_min", "price_p30", "price_p70", "price_max")}
-    if not ((p["price_min"] <= p["price_p30"]).all() and (p["price_p30"] <= p["price_p70"]).all()):
-        raise ValueError(
-            "EnvParams.price_min <= price_p30 <= price_p70 <= price_max must hold for every product"
-        )
-    if not (p["price_p70"] <= p["price_max"]).all():
-        raise ValueError(
-            "EnvParams.price_min <= price_p30 <= price_p70 <= price_max must hold for every product"
-        )
+    order = ("price_min", "price_p30", "price_p70", "price_max")
+    for lo, hi in zip(order, order[1:]):
+        if (np.asarray(getattr(params, lo)) > np.asarray(getattr(params, hi))).any():
+            raise ValueError(f"EnvParams.{lo} exceeds {hi} for some product ({' <= '.join(order)} must hold)")
     J = config.num_products
     if (np.asarray(params.shelf_capacity) > J).any():
         raise _fail("shelf_capacity", f"in 0..{J}", np.asarray(params.shelf_capacity))
