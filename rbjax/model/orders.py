@@ -54,11 +54,29 @@ def accept_by_funds(cost: jax.Array, funds: jax.Array, order_rank: jax.Array | N
         product_at = jnp.zeros(J, jnp.int32).at[pos].set(jnp.arange(J, dtype=jnp.int32))
         accepted, spent = accept_by_funds(cost[product_at], funds)
         return accepted[pos], spent
-    flat = cost.reshape(-1)
+    accepted, spent = accept_in_order(cost.reshape(-1), funds)
+    return accepted.reshape(J, K), spent
+
+
+def prefix_sums(x: jax.Array, live: jax.Array) -> jax.Array:
+    """[N] running sums of ``x`` over the ``live`` entries in order (0 elsewhere).
+
+    XLA sums a ``cumsum`` in a tree whose grouping depends on the positions of the entries, so the live
+    entries are packed to the front first: the bits then depend only on the live sequence, and an order
+    placed through ``Action.order`` or ``Action.lines`` is charged the same running total.
+    """
+    n = x.shape[0]
+    idx = jnp.cumsum(live.astype(jnp.int32)) - 1
+    packed = jnp.zeros_like(x).at[jnp.where(live, idx, n)].set(x, mode="drop")
+    return jnp.where(live, jnp.cumsum(packed)[jnp.maximum(idx, 0)], 0.0)
+
+
+def accept_in_order(flat: jax.Array, funds: jax.Array):
+    """``accept_by_funds`` on costs already in call order: flat [N] (0 = no order). Returns (accepted [N], spent)."""
 
     def round_(carry):
         undecided, accepted, left = carry
-        running = jnp.cumsum(jnp.where(undecided, flat, 0.0))  # strictly increasing over the undecided lines
+        running = prefix_sums(flat, undecided)  # strictly increasing over the undecided lines
         fits = undecided & (running <= left)
         spent = jnp.max(jnp.where(fits, running, 0.0))  # the fitting lines form a prefix
         over = undecided & ~fits
@@ -69,7 +87,7 @@ def accept_by_funds(cost: jax.Array, funds: jax.Array, order_rank: jax.Array | N
 
     start = (flat > 0, jnp.zeros(flat.shape, bool), funds)
     _, accepted, left = jax.lax.while_loop(lambda c: c[0].any(), round_, start)
-    return accepted.reshape(J, K), funds - left
+    return accepted, funds - left
 
 
 def place(key, pending: Pending, units, quote_price, quote_quality, world: World, cal_day) -> Pending:
