@@ -7,6 +7,8 @@ pure and jittable; ``vmap`` them over keys and params for a batch of stores.
 
 from __future__ import annotations
 
+import dataclasses
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -16,9 +18,19 @@ from rbjax.config import EnvConfig
 from rbjax.data.catalog import Catalog, load_catalog
 from rbjax.kernels import rng
 from rbjax.kernels.xla import fsum
-from rbjax.model import day, inventory, news, preopening, reviews, sales, supplier_log, suppliers
+from rbjax.model import day, inventory, news, orders, preopening, reviews, sales, supplier_log, suppliers
 from rbjax.params import EnvParams, default_params
-from rbjax.state import Action, DayInfo, EnvState, Lots, Observation, Pending, Privileged, Suppliers
+from rbjax.state import (
+    Action,
+    DayDetail,
+    DayInfo,
+    EnvState,
+    Lots,
+    Observation,
+    Pending,
+    Privileged,
+    Suppliers,
+)
 
 
 class Env:
@@ -51,13 +63,22 @@ class Env:
     # ------------------------------------------------------------------ reset
     def reset(self, key: jax.Array, params: EnvParams) -> tuple[Observation, EnvState]:
         """The store on its opening morning: pre-opening history played, random prices, empty shelf and stock."""
+        return self._reset(key, params, records=False)
+
+    def reset_detailed(self, key: jax.Array, params: EnvParams):
+        """``reset`` plus the pre-opening days the agent tools show: (obs, state, OpeningRecords)."""
+        return self._reset(key, params, records=True)
+
+    def _reset(self, key: jax.Array, params: EnvParams, records: bool):
         if is_concrete(params):  # called outside jit: the values can be checked
             check_params(params, self.config)
         cfg, f = self.config, self.config.float_dtype
         J, K, C, D = cfg.num_products, cfg.num_suppliers, cfg.lot_slots, cfg.pending_slots
         k_world, k_hist, k_price = jax.random.split(key, 3)
         world = params.world if params.world is not None else suppliers.make_world(k_world, params, cfg)
-        opening = preopening.simulate(k_hist, cfg, params, world)
+        opening = preopening.simulate(k_hist, cfg, params, world, records)
+        if records:
+            opening, history = opening
         todays_news = news.sample(
             news.key(world, params.open_day), params, cfg.news_slots, J, cfg.num_categories
         )
@@ -100,6 +121,8 @@ class Env:
             done=jnp.zeros((), bool),
             world=world,
         )
+        if records:
+            return self.observe(state, params), state, history
         return self.observe(state, params), state
 
     # ------------------------------------------------------------------ step
@@ -116,10 +139,16 @@ class Env:
             x = getattr(action, name)
             if x is None and name in ("set_price", "order_rank"):
                 continue
+            if x is None:
+                raise ValueError(f"Action.{name} is required")
             if not hasattr(x, "shape") or tuple(x.shape) != shape:
                 raise ValueError(f"Action.{name} must have shape {shape}, got {getattr(x, 'shape', type(x))}")
             if not (jnp.issubdtype(x.dtype, jnp.number) or x.dtype == jnp.bool_):
                 raise ValueError(f"Action.{name} must be numeric, got dtype {x.dtype}")
+        if action.lines is not None:
+            shapes = {k: getattr(getattr(action.lines, k), "shape", None) for k in vars(action.lines)}
+            if len(set(shapes.values())) != 1 or len(next(iter(shapes.values())) or ()) != 1:
+                raise ValueError(f"Action.lines fields must be 1-D of one length [L], got shapes {shapes}")
 
     def step(self, key: jax.Array, state: EnvState, action: Action, params: EnvParams):
         """One day. Returns (obs, state, reward, terminated, truncated, info: DayInfo).
@@ -127,6 +156,11 @@ class Env:
         reward = change in net worth. After the episode ended (``state.done``) the state is returned
         unchanged, reward 0 and info.alive False.
         """
+        *out, _ = self.step_detailed(key, state, action, params)
+        return tuple(out)
+
+    def step_detailed(self, key: jax.Array, state: EnvState, action: Action, params: EnvParams):
+        """``step`` plus the per-supplier records the agent tools keep: (..., info, detail: DayDetail)."""
         self.check_action(action)
         k_lead, k_attr, k_demand, k_reviews = jax.random.split(key, 4)
         new, acted = day.act(state, action, params, k_lead, self.config)
@@ -136,14 +170,16 @@ class Env:
         alive = ~state.done
         new = jax.tree.map(lambda n, o: jnp.where(alive, n, o), new, state)
         terminated, truncated = closed.pop("terminated") & alive, closed.pop("truncated") & alive
-        info = DayInfo(
-            **{k: _masked(v, alive) for k, v in (acted | sold | expired | closed).items()},
-            funds=new.funds,
-            net_worth=new.net_worth,
-            alive=alive,
-        )
+        records = {k: _masked(v, alive) for k, v in (acted | sold | expired | closed).items()}
+        detail = DayDetail(**{k: records.pop(k) for k in _DETAIL_FIELDS})
+        info = DayInfo(**records, funds=new.funds, net_worth=new.net_worth, alive=alive)
         reward = (new.net_worth - state.net_worth) * alive
-        return self.observe(new, params), new, reward, terminated, truncated, info
+        return self.observe(new, params), new, reward, terminated, truncated, info, detail
+
+    def lead_days(self, key: jax.Array, state: EnvState) -> jax.Array:
+        """[J, K] int32 the lead times single-line orders get in ``step(key, state, ...)``."""
+        k_lead = jax.random.split(key, 4)[0]
+        return orders.lead_table(k_lead, state.world).astype(jnp.int32)
 
     # ------------------------------------------------------------------ views
     def observe(self, state: EnvState, params: EnvParams) -> Observation:
@@ -188,6 +224,9 @@ class Env:
     def state_bytes(self, state: EnvState) -> int:
         """Bytes of one store's state."""
         return int(sum(x.nbytes for x in jax.tree.leaves(state) if hasattr(x, "nbytes")))
+
+
+_DETAIL_FIELDS = tuple(f.name for f in dataclasses.fields(DayDetail))
 
 
 def _masked(x: jax.Array, alive: jax.Array) -> jax.Array:

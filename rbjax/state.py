@@ -102,6 +102,30 @@ class EnvState:
 
 
 @struct.dataclass
+class OrderLines:
+    """A day's ``place_order`` calls as lines in call order, each [L] (``rbjax.model.orders``).
+
+    The lines of one order are contiguous and share ``order``; the order is paid whole or refused whole
+    when its cost exceeds the funds left (the reference's "Insufficient funds"). ``lead`` is the order's
+    days to arrival (the reference's max over its lines), known when the order is placed.
+    """
+
+    product: jax.Array  # int32
+    supplier: jax.Array  # int32
+    units: jax.Array  # int32 units (>= 1)
+    lead: jax.Array  # int32 days from today to arrival, 1 .. pending_slots - 1
+    order: jax.Array  # int32 the order the line belongs to
+    live: jax.Array  # bool False: padding
+
+    @classmethod
+    def empty(cls, n: int) -> OrderLines:
+        zeros = jnp.zeros(n, jnp.int32)
+        return cls(
+            product=zeros, supplier=zeros, units=zeros, lead=zeros, order=zeros, live=jnp.zeros(n, bool)
+        )
+
+
+@struct.dataclass
 class Action:
     """One day's decisions, as the agent's calls of that day.
 
@@ -115,6 +139,9 @@ class Action:
            counted. Accepted calls count as actions in the metrics even when the price is unchanged.
     order_rank: [J] int, the position of product j's order lines in the day's sequence of calls (funds
            are checked line by line in that sequence). ``None``: product index order.
+    lines: ``OrderLines`` [L], the orders as placed through the agent tools (several orders of one
+           product and supplier, multi-line orders, lead times chosen at call time). When given, ``order``
+           must be zero (its nonzero entries are ignored and counted as invalid orders).
     """
 
     price: jax.Array
@@ -122,6 +149,7 @@ class Action:
     order: jax.Array
     set_price: jax.Array | None = None
     order_rank: jax.Array | None = None
+    lines: OrderLines | None = None
 
     @classmethod
     def noop(cls, state: EnvState) -> Action:
@@ -205,3 +233,13 @@ class DayInfo:
     )  # [] int32 NaN entries of Action.order_rank (those lines go last, by product index)
     merged_lots: jax.Array  # [] int32 deliveries merged into a product's newest lot (lot slots full)
     alive: jax.Array  # [] bool this day was played (False after the episode ended)
+
+
+@struct.dataclass
+class DayDetail:
+    """Per-supplier records of the day that the agent tools' ledgers keep (``Env.step_detailed``)."""
+
+    cogs: jax.Array  # [J] float cost of the units sold (their lots' unit costs)
+    sold_by_supplier: jax.Array  # [J, K] int32 units sold from each supplier's lots
+    returned_by_supplier: jax.Array  # [J, K] float returns split by each supplier's share of the sales
+    line_accepted: jax.Array  # [L] bool order lines paid (L = 0 without ``Action.lines``)

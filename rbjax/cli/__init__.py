@@ -7,6 +7,7 @@
   rbjax eval --policy ppo --checkpoint runs/ppo --stores 128     a trained or shipped policy, same metrics
   rbjax sweep --multiplier 2,4,6 --shelf 30,40 --seeds 64 --out results/   CSV + PNG per metric
   rbjax bench [--quick]                        throughput profiler (tables and a plot in benchmarks/out)
+  rbjax agents run --model policy:oracle --stores 8 --days 30 --out runs/a   a policy through the agent tools
 
 Stores are sharded over all devices; on a CPU the host is split into one device per core (--devices).
 """
@@ -17,7 +18,7 @@ import argparse
 import os
 import sys
 
-from rbjax.cli import bench, run, sweep, train
+from rbjax.cli import agents, bench, run, sweep, train
 from rbjax.cli.common import add_env_flags, fail
 
 POSITIVE = ("stores", "days", "seeds", "batch_size")
@@ -109,7 +110,7 @@ def parser() -> argparse.ArgumentParser:
     p = sub.add_parser("info", help="print the catalogue summary")
     p.add_argument("--data", default=None, help="catalogue folder (default: the shipped hard_v2 catalogue)")
     p.set_defaults(func=run.info)
-    for add in (_add_run_commands, _add_sweep, _add_train, _add_bench):
+    for add in (_add_run_commands, _add_sweep, _add_train, _add_bench, agents.add):
         add(sub)
     ap.add_argument(
         "--devices",
@@ -184,9 +185,7 @@ def main(argv=None) -> None:
     from rbjax.perf.devices import split_cpu
 
     try:
-        if (
-            args.func is not train.main
-        ):  # training is one jit on one device: keep XLA's multi-threaded kernels
+        if args.func not in (train.main, agents.main):  # one device: keep XLA's multi-threaded kernels
             split_cpu(args.devices)
     except RuntimeError:  # called from a process that already runs JAX: keep its devices
         pass

@@ -18,7 +18,6 @@ def main(args) -> None:
     """Roll out --stores stores for --days days and print the main table beside the paper's row."""
     import jax
 
-    from rbjax.runners import metrics, paper
     from rbjax.runners.rollout import rollout
 
     env, params = make_env(args)
@@ -26,12 +25,20 @@ def main(args) -> None:
     keys = jax.random.split(jax.random.key(args.seed), args.stores)
     start = time.perf_counter()
     rec, _ = rollout(env, policy, policy_params, params, keys, days=args.days, progress=args.progress)
-    table = metrics.store_metrics(rec)
     elapsed = time.perf_counter() - start
     print(
         f"{args.policy} policy, {args.stores} stores x {args.days} days, categories {env.config.grouping} "
         f"({elapsed:.1f} s including compilation, {args.stores * args.days / elapsed:,.0f} store-days/s)"
     )
+    report(args, rec, params)
+
+
+def report(args, rec, params) -> None:
+    """The main table beside the paper's row; with --out the per-store CSV (and the oracle's plot); a
+    non-zero exit when a store's results are not finite."""
+    from rbjax.runners import metrics, paper
+
+    table = metrics.store_metrics(rec)
     reference = paper.ORACLE if args.policy == "oracle" else paper.LLM_ROWS[paper.BEST_LLM]
     print(metrics.format_compare(metrics.compare(table, reference)))
     if args.out:

@@ -9,8 +9,8 @@
 4. ``close``: tomorrow's news, deliveries, rent, tomorrow's supplier quotes, net worth, the date, the
    termination checks.
 
-Each returns its part of the day's records as a dict of ``DayInfo`` fields (not yet masked for stores
-whose episode had ended). Shapes as in ``rbjax.state``; ``cfg`` is the static ``EnvConfig``.
+Each returns its part of the day's records as a dict of ``DayInfo`` and ``DayDetail`` fields (not yet
+masked for stores whose episode had ended). Shapes as in ``rbjax.state``; ``cfg`` is the static ``EnvConfig``.
 """
 
 from __future__ import annotations
@@ -45,15 +45,34 @@ def act(
     price_ok = price_call & price_valid
     wanted_shelf = action.shelf.astype(bool)
     shelf_ok = wanted_shelf.sum() <= params.shelf_capacity
-    units, invalid_orders = orders.sanitize(action.order.astype(f), params.max_units_per_order)
-    accepted, spent = orders.accept_by_funds(
-        units.astype(f) * quotes.quote_price, state.funds, action.order_rank
-    )
-    refused = jnp.sum((units > 0) & ~accepted, dtype=jnp.int32)
-    (units,) = materialize(jnp.where(accepted, units, 0))
-    pending = orders.place(
-        key, state.pending, units, quotes.quote_price, quotes.quote_quality, state.world, cal
-    )
+    if action.lines is None:
+        units, invalid_orders = orders.sanitize(action.order.astype(f), params.max_units_per_order)
+        accepted, spent = orders.accept_by_funds(
+            units.astype(f) * quotes.quote_price, state.funds, action.order_rank
+        )
+        refused = jnp.sum((units > 0) & ~accepted, dtype=jnp.int32)
+        (units,) = materialize(jnp.where(accepted, units, 0))
+        pending = orders.place(
+            key, state.pending, units, quotes.quote_price, quotes.quote_quality, state.world, cal
+        )
+        ordered = units.sum(-1)
+        line_records = orders.supplier_ranks(units > 0, quotes.quote_quality, quotes.quote_price)
+        line_accepted = jnp.zeros(0, bool)
+    else:
+        lines = action.lines
+        line_accepted, spent, invalid_orders, refused = orders.check_lines(
+            lines, quotes.quote_price, state.funds, params.max_units_per_order, cfg.pending_slots
+        )
+        invalid_orders = invalid_orders + jnp.sum(action.order != 0, dtype=jnp.int32)
+        pending = orders.place_lines(
+            state.pending, lines, line_accepted, quotes.quote_price, quotes.quote_quality, cal
+        )
+        ordered = (
+            jnp.zeros(cfg.num_products, jnp.int32)
+            .at[lines.product]
+            .add(jnp.where(line_accepted, lines.units, 0), mode="drop")
+        )
+        line_records = orders.line_ranks(lines, line_accepted, quotes.quote_quality, quotes.quote_price)
     state = state.replace(
         prices=jnp.where(price_ok, price, state.prices),
         shelf=jnp.where(shelf_ok, wanted_shelf, state.shelf),
@@ -62,7 +81,7 @@ def act(
     )
     return state, dict(
         order_cost=spent,
-        ordered=units.sum(-1),
+        ordered=ordered,
         price_changed=price_ok,
         invalid_prices=jnp.sum(price_call & ~price_valid),
         shelf_refused=~shelf_ok,
@@ -71,7 +90,8 @@ def act(
         invalid_ranks=jnp.zeros((), jnp.int32)
         if action.order_rank is None
         else jnp.sum(jnp.isnan(action.order_rank), dtype=jnp.int32),
-        **orders.supplier_ranks(units > 0, quotes.quote_quality, quotes.quote_price),
+        line_accepted=line_accepted,
+        **line_records,
     )
 
 
@@ -104,13 +124,8 @@ def sell(
     returned, n_reviews, star_sum = materialize(
         *reviews.returns_and_reviews(k_reviews, taken.astype(f), lots.quality, params.review_ratio)
     )  # sampled once, not per supplier
-    log = supplier_log.update(
-        state.suppliers.log,
-        supplier_log.sold_by_supplier(taken, lots.supplier, cfg.num_suppliers),
-        returned,
-        n_reviews,
-        star_sum,
-    )
+    sold_jk = supplier_log.sold_by_supplier(taken, lots.supplier, cfg.num_suppliers)
+    log = supplier_log.update(state.suppliers.log, sold_jk, returned, n_reviews, star_sum)
     returned = returned.astype(jnp.int32)
     revenue = fsum(prices * sold)
     refunds = fsum(prices * returned)
@@ -130,6 +145,9 @@ def sell(
         refunds=refunds,
         reviews=n_reviews.astype(jnp.int32),
         stars=star_sum.astype(jnp.int32),
+        cogs=fsum(taken.astype(f) * lots.cost, -1),
+        sold_by_supplier=sold_jk.astype(jnp.int32),
+        returned_by_supplier=supplier_log.split(sold_jk, returned.astype(f)),
     )
 
 

@@ -17,7 +17,7 @@ import jax.numpy as jnp
 from rbjax.kernels import rng
 from rbjax.kernels.xla import fsum, materialize, rank
 from rbjax.params import World
-from rbjax.state import Pending
+from rbjax.state import OrderLines, Pending
 
 
 def sanitize(order: jax.Array, max_units: jax.Array):
@@ -97,9 +97,7 @@ def place(key, pending: Pending, units, quote_price, quote_quality, world: World
     line placed (lines are placed in supplier order), which ``inventory.receive`` gives the lot.
     """
     D, K = pending.qty.shape[0], units.shape[-1]
-    (lead,) = materialize(
-        rng.randint(key, world.transport_min, world.transport_max)
-    )  # drawn once, read D*K times
+    (lead,) = materialize(lead_table(key, world))  # drawn once, read D*K times
     slot = (cal_day + lead) % D  # [J, K]
     u = units.astype(quote_price.dtype)
     lines = (u, u * quote_price, u * quote_quality)
@@ -119,6 +117,66 @@ def place(key, pending: Pending, units, quote_price, quote_quality, world: World
         cost=pending.cost + cost,
         quality=pending.quality + quality,
         supplier=supplier,
+    )
+
+
+def lead_table(key, world: World) -> jax.Array:
+    """[J, K] the day's lead times ~ UniformInt[tmin, tmax]: a single-line order of (j, k) arrives after
+    ``lead[j, k]`` days, through ``Action.order`` or through the agent tools alike."""
+    return rng.randint(key, world.transport_min, world.transport_max)
+
+
+def check_lines(lines: OrderLines, quote_price, funds, max_units, pending_slots: int):
+    """Validate and pay order lines in call order. Returns (accepted [L] bool, spent [], invalid, refused).
+
+    A line is invalid (dropped, counted) when its product, supplier or lead is out of range or its units
+    are < 1; an order whose units exceed ``max_units`` is invalid whole. The valid orders are then paid
+    with ``accept_in_order`` on their costs (each at its first line's position), so single-line orders
+    are charged exactly as the same lines through ``Action.order``.
+    """
+    J, K = quote_price.shape
+    L = lines.units.shape[0]
+    idx = jnp.arange(L, dtype=jnp.int32)
+    valid = (
+        lines.live
+        & (lines.product >= 0)
+        & (lines.product < J)
+        & (lines.supplier >= 0)
+        & (lines.supplier < K)
+        & (lines.units >= 1)
+        & (lines.lead >= 1)
+        & (lines.lead < pending_slots)
+    )
+    first = (idx == 0) | (lines.order != jnp.roll(lines.order, 1))
+    head = jax.lax.cummax(jnp.where(first, idx, 0))  # the first line of each line's order
+    order_units = jnp.zeros(L, jnp.int32).at[head].add(jnp.where(valid, lines.units, 0))
+    valid = valid & (order_units[head] <= max_units)
+    price = quote_price[jnp.clip(lines.product, 0, J - 1), jnp.clip(lines.supplier, 0, K - 1)]
+    line_cost = jnp.where(valid, lines.units.astype(price.dtype) * price, 0.0)
+    order_cost = jnp.zeros(L, price.dtype).at[head].add(line_cost)
+    paid, spent = accept_in_order(order_cost, funds)
+    accepted = valid & paid[head]
+    count = lambda x: jnp.sum(x, dtype=jnp.int32)
+    return accepted, spent, count(lines.live & ~valid), count(valid & ~paid[head])
+
+
+def place_lines(
+    pending: Pending, lines: OrderLines, accepted, quote_price, quote_quality, cal_day
+) -> Pending:
+    """Add accepted lines to the pending ring at ``cal_day + lead``; the ring's supplier for an (arrival
+    day, product) is that of the last line placed there (as ``place``)."""
+    D, J = pending.qty.shape
+    u = jnp.where(accepted, lines.units, 0)
+    p, k = jnp.clip(lines.product, 0, J - 1), jnp.clip(lines.supplier, 0, quote_price.shape[1] - 1)
+    slot = (cal_day + lines.lead) % D
+    uf = u.astype(quote_price.dtype)
+    add = lambda x: jnp.zeros((D, J), x.dtype).at[slot, p].add(x)
+    last = jnp.full((D, J), -1, jnp.int32).at[slot, p].max(jnp.where(accepted, jnp.arange(u.shape[0]), -1))
+    return Pending(
+        qty=pending.qty + add(u),
+        cost=pending.cost + add(uf * quote_price[p, k]),
+        quality=pending.quality + add(uf * quote_quality[p, k]),
+        supplier=jnp.where(last >= 0, k[jnp.maximum(last, 0)].astype(jnp.int8), pending.supplier),
     )
 
 
@@ -152,15 +210,7 @@ def supplier_ranks(
     1 = best), quality_first (lines from the rank-1 quality supplier), price_first (from the cheapest, ties
     to the lower id).
     """
-    q, p = quote_quality, quote_price
-    k = jnp.arange(q.shape[-1])
-    ahead_q = (q[:, None, :] > q[:, :, None]) | (
-        (q[:, None, :] == q[:, :, None])
-        & ((p[:, None, :] < p[:, :, None]) | ((p[:, None, :] == p[:, :, None]) & (k[None, :] < k[:, None])))
-    )
-    ahead_p = (p[:, None, :] < p[:, :, None]) | ((p[:, None, :] == p[:, :, None]) & (k[None, :] < k[:, None]))
-    rank_q = 1 + ahead_q.sum(-1)  # [J, K]
-    rank_p = 1 + ahead_p.sum(-1)
+    rank_q, rank_p = _ranks(quote_quality, quote_price)
     count = lambda x: jnp.sum(x, dtype=jnp.int32)
     return dict(
         order_lines=count(lines),
@@ -168,3 +218,29 @@ def supplier_ranks(
         quality_first=count(lines & (rank_q == 1)),
         price_first=count(lines & (rank_p == 1)),
     )
+
+
+def line_ranks(lines: OrderLines, accepted, quote_quality, quote_price) -> dict[str, jax.Array]:
+    """``supplier_ranks`` over accepted order lines."""
+    rank_q, rank_p = _ranks(quote_quality, quote_price)
+    J, K = rank_q.shape
+    at = lambda r: r[jnp.clip(lines.product, 0, J - 1), jnp.clip(lines.supplier, 0, K - 1)]
+    rq, rp = at(rank_q), at(rank_p)
+    count = lambda x: jnp.sum(x, dtype=jnp.int32)
+    return dict(
+        order_lines=count(accepted),
+        quality_rank_sum=count(jnp.where(accepted, rq, 0)),
+        quality_first=count(accepted & (rq == 1)),
+        price_first=count(accepted & (rp == 1)),
+    )
+
+
+def _ranks(q: jax.Array, p: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """[J, K] int32 each supplier's rank by (-quality, price, id) and by (price, id), 1 = best."""
+    k = jnp.arange(q.shape[-1])
+    ahead_q = (q[:, None, :] > q[:, :, None]) | (
+        (q[:, None, :] == q[:, :, None])
+        & ((p[:, None, :] < p[:, :, None]) | ((p[:, None, :] == p[:, :, None]) & (k[None, :] < k[:, None])))
+    )
+    ahead_p = (p[:, None, :] < p[:, :, None]) | ((p[:, None, :] == p[:, :, None]) & (k[None, :] < k[:, None]))
+    return 1 + ahead_q.sum(-1), 1 + ahead_p.sum(-1)

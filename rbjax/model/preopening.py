@@ -32,8 +32,24 @@ class Opening:
     price_tier: jax.Array  # [J, K] int8
 
 
-def simulate(key: jax.Array, config: EnvConfig, params: EnvParams, world: World) -> Opening:
-    """Play the ``config.history_days`` days before ``params.open_day``."""
+@struct.dataclass
+class OpeningRecords:
+    """The pre-opening days as the agent tools' ledgers show them, each with a leading [H] day axis."""
+
+    price: jax.Array  # [H, J] float the day's retail price
+    units: jax.Array  # [H, J] int32 units sold
+    reviews: jax.Array  # [H, J] int32 reviews written
+    stars: jax.Array  # [H, J] int32 sum of their star ratings
+    quote_price: jax.Array  # [H, J, K] float the day's supplier quotes
+    supplier: jax.Array  # [H, J] int32 the supplier that day's units came from
+
+
+def simulate(key: jax.Array, config: EnvConfig, params: EnvParams, world: World, records: bool = False):
+    """Play the ``config.history_days`` days before ``params.open_day``.
+
+    Returns the ``Opening``, and with ``records=True`` also the ``OpeningRecords`` (static flag: the
+    per-day quotes are only kept when asked for).
+    """
     J, K, H = config.num_products, config.num_suppliers, config.history_days
     cats = np.asarray(config.category_of)
     one_hot_cat = jnp.asarray(np.eye(config.num_categories)[cats], params.alpha.dtype)  # [J, G]
@@ -72,7 +88,8 @@ def simulate(key: jax.Array, config: EnvConfig, params: EnvParams, world: World)
         profit_sum = (
             profit_sum + (price - quote_price.min(-1)) * units
         )  # in day order: same bits at any batch size
-        return (q_tier, p_tier, price, left, profit_sum), (price, units, n_rev, stars)
+        extra = (quote_price, chosen.astype(jnp.int32)) if records else ()
+        return (q_tier, p_tier, price, left, profit_sum), (price, units, n_rev, stars, *extra)
 
     init = (
         jnp.zeros((J, K), jnp.int8),
@@ -81,7 +98,9 @@ def simulate(key: jax.Array, config: EnvConfig, params: EnvParams, world: World)
         jnp.zeros(J, jnp.int32),
         jnp.zeros(J, f),
     )
-    (q_tier, p_tier, _, _, profit), (price, units, n_rev, stars) = jax.lax.scan(day, init, jnp.arange(H))
+    (q_tier, p_tier, _, _, profit), (price, units, n_rev, stars, *extra) = jax.lax.scan(
+        day, init, jnp.arange(H)
+    )
     R, W = config.review_window, config.sales_window
     n_rev, stars, units = n_rev.astype(jnp.int32), stars.astype(jnp.int32), units.astype(jnp.int32)
     ring = lambda x, length: jnp.roll(x, (params.open_day - length) % length, axis=0)
@@ -96,10 +115,16 @@ def simulate(key: jax.Array, config: EnvConfig, params: EnvParams, world: World)
     )
     # no review at all before opening: the reference would refuse to start; rbjax uses the anchor rating
     opening_reviews = opening_reviews.replace(rating0=reviews.window_rating(opening_reviews).astype(f))
-    return Opening(
+    opening = Opening(
         reviews=opening_reviews,
         sales=sales.from_days(price[H - W :].astype(f), units[H - W :], params.open_day - W),
         profit=profit.astype(f),
         quality_tier=q_tier,
         price_tier=p_tier,
+    )
+    if not records:
+        return opening
+    quotes, chosen = extra
+    return opening, OpeningRecords(
+        price=price.astype(f), units=units, reviews=n_rev, stars=stars, quote_price=quotes, supplier=chosen
     )

@@ -25,6 +25,12 @@ def sold_by_supplier(taken: jax.Array, lot_supplier: jax.Array, K: int) -> jax.A
     return jnp.stack([jnp.sum(jnp.where(sup == k, taken, 0), -1) for k in range(K)], -1)
 
 
+def split(sold_jk: jax.Array, x: jax.Array) -> jax.Array:
+    """[J, K] a product total ``x`` [J] split over suppliers by their share of ``sold_jk`` [J, K]."""
+    sold = sold_jk.astype(x.dtype)
+    return sold / jnp.maximum(sold.sum(-1, keepdims=True), 1.0) * x[:, None]
+
+
 def update(
     log: jax.Array, sold_jk: jax.Array, returned: jax.Array, n_reviews: jax.Array, star_sum: jax.Array
 ) -> jax.Array:

@@ -1,0 +1,159 @@
+"""The batched engine behind many agents: one ``EnvState`` of B stores on the device, stepped for the stores
+whose agents ended their day.
+
+Keys follow ``rbjax.rollout``: store s with key ``keys[s]`` resets with the first half of
+``split(keys[s])`` and plays day t with ``split(fold_in(second half, t))`` (policy key, step key). So a
+store's day depends on its key and its own calls only, never on which other stores stepped with it, and an
+agent run matches ``rollout`` with the same keys.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from rbjax.agents.ledger import Today
+from rbjax.env import Env
+from rbjax.model import orders
+from rbjax.params import EnvParams
+from rbjax.state import Action, OrderLines
+
+
+class AgentEngine:
+    """B stores; ``step(actions)`` steps those in ``actions`` ({store: draft action}), the rest stay.
+
+    Everything returned is numpy. ``max_lines``: order lines per store-day (``OrderLines`` length L).
+    """
+
+    def __init__(self, env: Env, params: EnvParams, keys: jax.Array, max_lines: int = 256):
+        env.check_params(params)
+        self.env, self.params, self.max_lines = env, params, max_lines
+        self.B = int(keys.shape[0])
+        k_reset, self.k_run = jnp.moveaxis(jax.vmap(jax.random.split)(keys), 1, 0)
+        self.seeds = [int(x) for x in np.asarray(jax.random.key_data(self.k_run))[:, -1]]
+        self.obs, self.state, opening = jax.jit(jax.vmap(env.reset_detailed, in_axes=(0, None)))(
+            k_reset, params
+        )
+        self.opening = jax.device_get(opening)
+        self.lead = np.asarray(jax.jit(jax.vmap(self._lead_today))(self.k_run, self.state))
+        self._step = jax.jit(jax.vmap(self._step_one, in_axes=(0, 0, 0, 0)))
+        self._pay = jax.jit(orders.check_lines, static_argnums=(4,))
+        self.version = 0  # bumped by every step (policy drivers cache their actions per version)
+        self._pull()
+
+    # ------------------------------------------------------------------ jitted pieces
+    def _keys(self, k_run, day):
+        return jax.random.split(jax.random.fold_in(k_run, day))  # (policy key, step key)
+
+    def _lead_today(self, k_run, state):
+        return self.env.lead_days(self._keys(k_run, state.day)[1], state)
+
+    def _step_one(self, k_run, state, action, active):
+        _, k_env = self._keys(k_run, state.day)
+        obs, new, _, _, _, info, detail = self.env.step_detailed(k_env, state, action, self.params)
+        new = jax.tree.map(lambda n, o: jnp.where(active, n, o), new, state)
+        return obs, new, info, detail, self._lead_today(k_run, new)
+
+    # ------------------------------------------------------------------ host side
+    def pay(self, lines: dict, quote_price: np.ndarray, funds) -> tuple[np.ndarray, np.float32]:
+        """The step's payment of one store's order lines so far: (accepted [L], spent)."""
+        accepted, spent, _, _ = self._pay(
+            OrderLines(**lines),
+            quote_price,
+            np.float32(funds),
+            self.params.max_units_per_order,
+            self.env.config.pending_slots,
+        )
+        return np.asarray(accepted), np.float32(spent)
+
+    def _pull(self) -> None:
+        s = self.state
+        self.host = jax.device_get(
+            dict(
+                day=s.day,
+                funds=s.funds,
+                net_worth=s.net_worth,
+                prices=s.prices,
+                shelf=s.shelf,
+                on_hand=self.obs.on_hand,
+                waiting=self.obs.waiting,
+                quote_price=s.suppliers.quote_price,
+                quote_quality=s.suppliers.quote_quality,
+                transport_min=s.world.transport_min,
+                transport_max=s.world.transport_max,
+                lot_store=s.lots.store,
+                lot_cost=s.lots.cost,
+                lot_arrival=s.lots.arrival,
+                news_mode=s.news.mode,
+                news_target=s.news.target,
+                news_need=s.news.need,
+                news_signed=s.news.signed,
+                news_remain=s.news.remain,
+                done=s.done,
+                world_key=s.world.key,
+            )
+        )
+
+    def today(self, store: int) -> Today:
+        h, p = self.host, self.params
+        row = {k: v[store] for k, v in h.items() if k not in ("world_key",)}
+        day = int(row.pop("day"))
+        return Today(
+            day=day,
+            cal=int(p.open_day) + day,
+            funds=float(row.pop("funds")),
+            net_worth=float(row.pop("net_worth")),
+            done=bool(row.pop("done")),
+            lead=self.lead[store],
+            capacity=int(p.capacity),
+            shelf_capacity=int(p.shelf_capacity),
+            **row,
+        )
+
+    def news_seed(self, store: int) -> int:
+        """Stores of one supplier world share its news, and so their news ids."""
+        return int(np.asarray(self.host["world_key"][store]).astype(np.uint64).sum())
+
+    def step(self, actions: dict[int, dict]) -> dict[int, tuple]:
+        """Step the stores in ``actions`` once; returns {store: (DayInfo row, DayDetail row)} in numpy."""
+        B, J, L = self.B, self.env.config.num_products, self.max_lines
+        active = np.zeros(B, bool)
+        price = np.asarray(self.host["prices"]).copy()
+        shelf = np.asarray(self.host["shelf"]).copy()
+        set_price = np.zeros((B, J), bool)
+        lines = {k: np.zeros((B, L), np.int32) for k in ("product", "supplier", "units", "lead", "order")}
+        lines["live"] = np.zeros((B, L), bool)
+        for s, a in actions.items():
+            active[s] = True
+            price[s], shelf[s], set_price[s] = a["price"], a["shelf"], a["set_price"]
+            for k, v in a["lines"].items():
+                lines[k][s] = v
+        K = self.env.config.num_suppliers
+        action = Action(
+            price=price,
+            shelf=shelf,
+            order=np.zeros((B, J, K), np.float32),
+            set_price=set_price,
+            lines=OrderLines(**lines),
+        )
+        self.obs, self.state, info, detail, lead = self._step(self.k_run, self.state, action, active)
+        self.version += 1
+        info, detail = jax.device_get((info, detail))
+        self.lead = np.asarray(lead)
+        self._pull()
+        take = lambda tree, s: jax.tree.map(lambda x: x[s], tree)
+        return {s: (take(info, s), take(detail, s)) for s in actions}
+
+    def policy_actions(self, policy, policy_params):
+        """Every store's action under ``policy`` this morning (numpy, [B, ...] leaves), with the keys
+        ``rollout`` gives the policy."""
+        if getattr(self, "_policy_fn", (None,))[0] != (policy, id(policy_params)):
+            env, params = self.env, self.params
+
+            def one(k_run, obs, state):
+                k_pol, _ = self._keys(k_run, state.day)
+                return policy(policy_params, obs, env.privileged(state, params), k_pol)
+
+            self._policy_fn = ((policy, id(policy_params)), jax.jit(jax.vmap(one)))
+        return jax.device_get(self._policy_fn[1](self.k_run, self.obs, self.state))

@@ -1,0 +1,78 @@
+"""Any rbjax policy driven through the tools, calling them as an agent would.
+
+Each morning the policy's ``Action`` for the store (the one ``rollout`` would compute, same keys) becomes
+the calls: today's news, the sales history and quotes of the products it acts on, the inventory, one
+``modify_sku_price`` per price call, ``set_shelf_skus`` when the shelf changes, one single-line
+``place_order`` per order line in the action's call order (``Action.order_rank``, then supplier), then
+``end_today``. The engine then steps the same day as ``rollout`` would, bit for bit.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from rbjax.model.orders import call_positions
+
+
+def order_calls(order: np.ndarray, order_rank: np.ndarray | None) -> list[tuple[int, int, int]]:
+    """(product, supplier, units) of the action's order lines in call order; order: [J, K]."""
+    J, K = order.shape
+    seq = (
+        np.arange(J)
+        if order_rank is None
+        else np.argsort(np.asarray(call_positions(order_rank)), kind="stable")
+    )
+    units = np.floor(np.where(np.isfinite(order), order, 0.0))
+    return [(int(j), k, int(units[j, k])) for j in seq for k in range(K) if units[j, k] > 0]
+
+
+def policy_calls(action, today, names) -> list[tuple[str, dict]]:
+    """The tool calls that reproduce one store's ``action`` (numpy leaves) on the morning ``today``."""
+    price = np.asarray(action.price, np.float32)
+    priced = price != today.prices if action.set_price is None else np.asarray(action.set_price, bool)
+    lines = order_calls(
+        np.asarray(action.order), None if action.order_rank is None else np.asarray(action.order_rank)
+    )
+    ordered = sorted({j for j, _, _ in lines})
+    acted = sorted(set(np.flatnonzero(priced).tolist()) | set(ordered))
+    sku = lambda js: [names.skus[j] for j in js]
+    calls: list[tuple[str, dict]] = [("view_today_news", {})]
+    if acted:
+        start, end = names.date(today.cal - 30), names.date(today.cal - 1)
+        calls.append(
+            ("view_sales_profit_history", {"sku_ids": sku(acted), "start_date": start, "end_date": end})
+        )
+    if ordered:
+        calls.append(("view_current_date_supplier_prices", {"sku_ids": sku(ordered)}))
+    calls.append(("view_inventory", {}))
+    calls += [
+        ("modify_sku_price", {"sku_id": names.skus[j], "new_price": float(price[j])})
+        for j in np.flatnonzero(priced)
+    ]
+    shelf = np.asarray(action.shelf, bool)
+    if not np.array_equal(shelf, today.shelf):
+        calls.append(("set_shelf_skus", {"sku_ids": sku(np.flatnonzero(shelf))}))
+    calls += [
+        (
+            "place_order",
+            {"items": [{"sku_id": names.skus[j], "quantity": u}], "supplier_id": names.suppliers[k]},
+        )
+        for j, k, u in lines
+    ]
+    return calls
+
+
+class PolicyDriver:
+    """The policy's actions for every store, computed once per engine state (``AgentEngine.version``)."""
+
+    def __init__(self, engine, policy, policy_params):
+        self.engine, self.policy, self.policy_params = engine, policy, policy_params
+        self._version, self._actions = -1, None
+
+    def action(self, store: int):
+        if self._version != self.engine.version:
+            self._actions = self.engine.policy_actions(self.policy, self.policy_params)
+            self._version = self.engine.version
+        return type(self._actions)(
+            **{k: None if v is None else v[store] for k, v in vars(self._actions).items()}
+        )

@@ -1,0 +1,76 @@
+"""``end_today`` for many agents at once: one batched step for every store whose agent ended its day.
+
+Agents run as asyncio tasks and may be on different days. ``DayScheduler.end_day`` parks a store's action
+and awaits its result. A flush steps the parked stores in one ``AgentEngine.step`` (in a worker thread,
+so the event loop keeps serving the other agents) when every live agent is parked, or ``max_wait``
+seconds after the first one parked. Results do not depend on which stores share a flush
+(``engine.AgentEngine``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from concurrent.futures import ThreadPoolExecutor
+
+
+class DayScheduler:
+    def __init__(self, engine, max_wait: float = 0.1):
+        self.engine, self.max_wait = engine, max_wait
+        self.live: set[int] = set()
+        self.parked: dict[int, tuple[dict, asyncio.Future]] = {}
+        self.flushing = False
+        self.flushes = 0
+        self._timer: asyncio.TimerHandle | None = None
+        self._executor = ThreadPoolExecutor(1, thread_name_prefix="rbjax-engine")
+
+    def join(self, store: int) -> None:
+        self.live.add(store)
+
+    def leave(self, store: int) -> None:
+        """The store's agent is finished; the others no longer wait for it."""
+        self.live.discard(store)
+        self._maybe_flush()
+
+    async def end_day(self, store: int, action: dict):
+        """Step ``store`` with ``action`` (a ``DayDraft.to_action()``); returns its (DayInfo, DayDetail) rows."""
+        future = asyncio.get_running_loop().create_future()
+        self.parked[store] = (action, future)
+        self._maybe_flush()
+        return await future
+
+    def _maybe_flush(self) -> None:
+        if not self.parked or self.flushing:
+            return
+        if len(self.parked) >= len(self.live):
+            if self._timer is not None:
+                self._timer.cancel()
+                self._timer = None
+            asyncio.get_running_loop().create_task(self._flush())
+        elif self._timer is None:
+            self._timer = asyncio.get_running_loop().call_later(self.max_wait, self._timeout)
+
+    def _timeout(self) -> None:
+        self._timer = None
+        if self.parked and not self.flushing:
+            asyncio.get_running_loop().create_task(self._flush())
+
+    async def _flush(self) -> None:
+        self.flushing = True
+        batch, self.parked = self.parked, {}
+        try:
+            results = await asyncio.get_running_loop().run_in_executor(
+                self._executor, self.engine.step, {s: a for s, (a, _) in batch.items()}
+            )
+        except Exception as e:  # every parked agent sees the engine's error
+            for _, future in batch.values():
+                future.set_exception(e)
+        else:
+            for s, (_, future) in batch.items():
+                future.set_result(results[s])
+        finally:
+            self.flushes += 1
+            self.flushing = False
+        self._maybe_flush()
+
+    def close(self) -> None:
+        self._executor.shutdown(wait=False)

@@ -1,0 +1,83 @@
+"""``tool_calls.jsonl``: one JSON line per tool call, in the reference's record format plus rbjax fields.
+
+Reference fields: ts, tool, call_source (direct | execute_code), args, result {result, formatted}, funds,
+net_worth and current_date after the call, elapsed_time, action_executed (for place_order,
+modify_sku_price, end_today), parent_tool (inner calls). rbjax fields: rb_store, rb_day (1-based),
+rb_turn, rb_call (index within the day), issued_by (model | runner). Only ts and elapsed_time depend on
+timing; everything else is a function of the store's calls.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+
+from rbjax.agents.specs import ACTION_TOOLS
+
+TIMING_FIELDS = ("ts", "elapsed_time")
+
+
+def record(store, name, args, payload, text, ok, elapsed, index, issued_by, source) -> dict:
+    """The trace record of one call of ``store`` (a ``tools.StoreTools``)."""
+    t = store.today
+    rec = {
+        "ts": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+        "tool": name,
+        "call_source": source,
+        "args": args,
+        "result": {"result": payload, "formatted": text},
+        "funds": float(store.draft.funds),
+        "net_worth": float(t.net_worth),
+        "current_date": store.names.date(t.cal),
+        "elapsed_time": round(elapsed, 4),
+    }
+    if source == "execute_code":
+        rec["parent_tool"] = "execute_code"
+    if name in ACTION_TOOLS:
+        rec["action_executed"] = bool(ok)
+    if isinstance(payload, dict) and "status" in payload:
+        rec["result_status"] = payload["status"]
+    rec |= {
+        "rb_store": store.store,
+        "rb_day": t.day + 1,
+        "rb_turn": store.turn,
+        "rb_call": index,
+        "issued_by": issued_by,
+    }
+    return rec
+
+
+class TraceWriter:
+    """Buffered JSONL writer of one store's records, flushed at the end of every day."""
+
+    def __init__(self, path: str):
+        os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+        self.path = path
+        self.buffer: list[str] = []
+        open(path, "w").close()
+
+    def write(self, rec: dict) -> None:
+        self.buffer.append(json.dumps(rec, ensure_ascii=False, default=_plain))
+
+    def flush(self) -> None:
+        if self.buffer:
+            with open(self.path, "a") as f:
+                f.write("\n".join(self.buffer) + "\n")
+            self.buffer = []
+
+
+def _plain(x):
+    """numpy scalars in payloads as Python numbers."""
+    return x.item() if hasattr(x, "item") else str(x)
+
+
+def read(path: str, timing: bool = True) -> list[dict]:
+    """The records of a trace file; ``timing=False`` drops the fields that depend on wall time."""
+    with open(path) as f:
+        recs = [json.loads(line) for line in f if line.strip()]
+    if not timing:
+        for r in recs:
+            for k in TIMING_FIELDS:
+                r.pop(k, None)
+    return recs
