@@ -32,33 +32,17 @@ class AgentEngine:
         self.B = int(keys.shape[0])
         k_reset, self.k_run = jnp.moveaxis(jax.vmap(jax.random.split)(keys), 1, 0)
         self.seeds = [int(x) for x in np.asarray(jax.random.key_data(self.k_run))[:, -1]]
-        self.obs, self.state, opening = jax.jit(jax.vmap(env.reset_detailed, in_axes=(0, None)))(
-            k_reset, params
-        )
+        self.programs = _programs(env)
+        self.obs, self.state, opening = self.programs["reset"](k_reset, params)
         self.opening = jax.device_get(opening)
-        self.lead = np.asarray(jax.jit(jax.vmap(self._lead_today))(self.k_run, self.state))
-        self._step = jax.jit(jax.vmap(self._step_one, in_axes=(0, 0, 0, 0)))
-        self._pay = jax.jit(orders.check_lines, static_argnums=(4,))
+        self.lead = np.asarray(self.programs["lead"](self.k_run, self.state))
         self.version = 0  # bumped by every step (policy drivers cache their actions per version)
         self._pull()
-
-    # ------------------------------------------------------------------ jitted pieces
-    def _keys(self, k_run, day):
-        return jax.random.split(jax.random.fold_in(k_run, day))  # (policy key, step key)
-
-    def _lead_today(self, k_run, state):
-        return self.env.lead_days(self._keys(k_run, state.day)[1], state)
-
-    def _step_one(self, k_run, state, action, active):
-        _, k_env = self._keys(k_run, state.day)
-        obs, new, _, _, _, info, detail = self.env.step_detailed(k_env, state, action, self.params)
-        new = jax.tree.map(lambda n, o: jnp.where(active, n, o), new, state)
-        return obs, new, info, detail, self._lead_today(k_run, new)
 
     # ------------------------------------------------------------------ host side
     def pay(self, lines: dict, quote_price: np.ndarray, funds) -> tuple[np.ndarray, np.float32]:
         """The step's payment of one store's order lines so far: (accepted [L], spent)."""
-        accepted, spent, _, _ = self._pay(
+        accepted, spent, _, _ = self.programs["pay"](
             OrderLines(**lines),
             quote_price,
             np.float32(funds),
@@ -137,7 +121,9 @@ class AgentEngine:
             set_price=set_price,
             lines=OrderLines(**lines),
         )
-        self.obs, self.state, info, detail, lead = self._step(self.k_run, self.state, action, active)
+        self.obs, self.state, info, detail, lead = self.programs["step"](
+            self.k_run, self.state, action, active, self.params
+        )
         self.version += 1
         info, detail = jax.device_get((info, detail))
         self.lead = np.asarray(lead)
@@ -148,12 +134,46 @@ class AgentEngine:
     def policy_actions(self, policy, policy_params):
         """Every store's action under ``policy`` this morning (numpy, [B, ...] leaves), with the keys
         ``rollout`` gives the policy."""
-        if getattr(self, "_policy_fn", (None,))[0] != (policy, id(policy_params)):
-            env, params = self.env, self.params
+        spec = (id(self.env), policy)
+        if spec not in _POLICIES:
+            env = self.env
 
-            def one(k_run, obs, state):
-                k_pol, _ = self._keys(k_run, state.day)
+            def one(policy_params, params, k_run, obs, state):
+                k_pol, _ = _day_keys(k_run, state.day)
                 return policy(policy_params, obs, env.privileged(state, params), k_pol)
 
-            self._policy_fn = ((policy, id(policy_params)), jax.jit(jax.vmap(one)))
-        return jax.device_get(self._policy_fn[1](self.k_run, self.obs, self.state))
+            _POLICIES[spec] = (env, jax.jit(jax.vmap(one, in_axes=(None, None, 0, 0, 0))))
+        fn = _POLICIES[spec][1]
+        return jax.device_get(fn(policy_params, self.params, self.k_run, self.obs, self.state))
+
+
+_PROGRAMS: dict = {}
+_POLICIES: dict = {}
+
+
+def _day_keys(k_run, day):
+    return jax.random.split(jax.random.fold_in(k_run, day))  # (policy key, step key), as in rollout
+
+
+def _programs(env: Env) -> dict:
+    """The jitted reset, step, lead and payment programs of ``env`` (compiled once per env and shapes)."""
+    if id(env) in _PROGRAMS:
+        return _PROGRAMS[id(env)][1]
+
+    def lead_today(k_run, state):
+        return env.lead_days(_day_keys(k_run, state.day)[1], state)
+
+    def step_one(k_run, state, action, active, params):
+        _, k_env = _day_keys(k_run, state.day)
+        obs, new, _, _, _, info, detail = env.step_detailed(k_env, state, action, params)
+        new = jax.tree.map(lambda n, o: jnp.where(active, n, o), new, state)
+        return obs, new, info, detail, lead_today(k_run, new)
+
+    programs = {
+        "reset": jax.jit(jax.vmap(env.reset_detailed, in_axes=(0, None))),
+        "lead": jax.jit(jax.vmap(lead_today)),
+        "step": jax.jit(jax.vmap(step_one, in_axes=(0, 0, 0, 0, None)), donate_argnums=(1,)),
+        "pay": jax.jit(orders.check_lines, static_argnums=(4,)),
+    }
+    _PROGRAMS[id(env)] = (env, programs)  # the env is kept alive so its id stays unique
+    return programs

@@ -55,9 +55,13 @@ class Names:
         self.category = [catalog.category_names[int(c)] for c in catalog.category]
         self.suppliers = [f"supplier_{k + 1}" for k in range(num_suppliers)]
         self.supplier_index = {s: k for k, s in enumerate(self.suppliers)}
+        self._dates: dict[int, str] = {}
 
     def date(self, cal: int) -> str:
-        return self.catalog.date_of(int(cal)).isoformat()
+        cal = int(cal)
+        if cal not in self._dates:
+            self._dates[cal] = self.catalog.date_of(cal).isoformat()
+        return self._dates[cal]
 
     def cal_of(self, date: dt.date) -> int:
         """Calendar day of ``date`` (may lie outside the data window: such days have no records)."""

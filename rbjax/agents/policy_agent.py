@@ -11,17 +11,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from rbjax.model.orders import call_positions
-
 
 def order_calls(order: np.ndarray, order_rank: np.ndarray | None) -> list[tuple[int, int, int]]:
     """(product, supplier, units) of the action's order lines in call order; order: [J, K]."""
     J, K = order.shape
-    seq = (
-        np.arange(J)
-        if order_rank is None
-        else np.argsort(np.asarray(call_positions(order_rank)), kind="stable")
-    )
+    if order_rank is None:
+        seq = np.arange(J)
+    else:  # as orders.call_positions: by rank, NaN last, ties to the lower index
+        rank = np.asarray(order_rank, np.float64)
+        seq = np.argsort(np.where(np.isnan(rank), np.inf, rank), kind="stable")
     units = np.floor(np.where(np.isfinite(order), order, 0.0))
     return [(int(j), k, int(units[j, k])) for j in seq for k in range(K) if units[j, k] > 0]
 
