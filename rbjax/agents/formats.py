@@ -9,18 +9,23 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import re
 
 import numpy as np
 
 from rbjax.data.catalog import Catalog
 
 
-class ToolError(Exception):
-    """A tool refused its arguments; the model reads ``Error executing {tool}: {Type}: {message}``."""
+class ToolError(ValueError):
+    """A tool refused its arguments; the model reads ``Error executing {tool}: ValueError: {message}``."""
 
 
 def error_text(tool: str, exc: BaseException) -> str:
-    return f"Error executing {tool}: {type(exc).__name__}: {exc}"
+    """The reference's error text. Argument errors name the tool as the reference's method would be named
+    (``place_order() missing 1 required positional argument: 'supplier_id'``)."""
+    kind = "ValueError" if isinstance(exc, ToolError) else type(exc).__name__
+    message = re.sub(r"^\w+\.(\w+\(\))", r"\1", str(exc))
+    return f"Error executing {tool}: {kind}: {message}"
 
 
 def num(x) -> str:

@@ -60,8 +60,7 @@ def render(
         return _pick(_NEUTRAL, item_id)
     if mode == SKU_LEVEL:
         cat = names.catalog
-        short = " ".join(str(cat.description[target]).split()[:6]).rstrip(",")
-        what = f"{short} (SKU {names.skus[target]})"
+        what = f"{cat.brand[target]} {names.category[target].lower()} (SKU {names.skus[target]})"
     elif mode == SINGLE_CATEGORY:
         what = f"{names.catalog.category_names[target]} products"
     else:
