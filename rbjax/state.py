@@ -242,4 +242,6 @@ class DayDetail:
     cogs: jax.Array  # [J] float cost of the units sold (their lots' unit costs)
     sold_by_supplier: jax.Array  # [J, K] int32 units sold from each supplier's lots
     returned_by_supplier: jax.Array  # [J, K] float returns split by each supplier's share of the sales
+    reviews_by_supplier: jax.Array  # [J, K] float reviews, split the same way
+    stars_by_supplier: jax.Array  # [J, K] float their star sums, split the same way
     line_accepted: jax.Array  # [L] bool order lines paid (L = 0 without ``Action.lines``)

@@ -181,6 +181,34 @@ def calls(store) -> list[tuple[str, dict]]:
     ]
 
 
+def end_day(store, busy: bool = True):
+    """``end_today`` on the hand-made store with made-up day records; returns its ToolResult."""
+    import dataclasses
+    from types import SimpleNamespace
+
+    t = store.today
+    sold, returned, expired, stockout = (np.zeros(J, np.int32) for _ in range(4))
+    stockout = np.zeros(J, bool)
+    if busy:
+        sold[[0, 2]], returned[0], expired[2] = (4, 2), 1, 3
+        stockout[[0, 2]] = True
+    info = SimpleNamespace(
+        sold=sold, returned=returned, expired=expired, stockout=stockout, reviews=sold // 2, stars=sold * 2,
+        revenue=np.float32(12.5), refunds=np.float32(2.39), funds=np.float32(t.funds - 600 + 10.11),
+        net_worth=np.float32(t.net_worth - 580),
+    )  # fmt: skip
+    detail = SimpleNamespace(
+        cogs=sold * np.float32(0.5),
+        sold_by_supplier=np.zeros((J, K), np.int32),
+        returned_by_supplier=np.zeros((J, K), np.float32),
+        line_accepted=np.ones(8, bool),
+    )
+    after = dataclasses.replace(
+        t, day=t.day + 1, cal=t.cal + 1, on_hand=t.on_hand - sold, funds=float(info.funds)
+    )
+    return store.finish_day(info, detail, after)
+
+
 def texts(env) -> list[dict]:
     """[{store, call, args, text}] for the full store and the empty one."""
     out = []
@@ -195,6 +223,7 @@ def texts(env) -> list[dict]:
             cases.append(("view_sku_avg_ratings", {"sku_ids": [store.names.skus[0]]}))
         for name, args in cases:
             out.append({"store": label, "call": name, "args": args, "text": store.call(name, args).text})
+        out.append({"store": label, "call": "end_today", "args": {}, "text": end_day(store, not empty).text})
     return out
 
 

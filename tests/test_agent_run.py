@@ -122,8 +122,13 @@ def test_a_scripted_agent_day_is_recorded_in_the_ledger_and_trace(env, agent_par
     engine = AgentEngine(env, agent_params, keys)
     stores = make_stores(engine, str(tmp_path))
 
+    news = {}
+
     async def act(store, today):
         s = store.names.skus
+        news.setdefault(store.store, []).append(
+            (today.news_remain.copy(), [n["id"] for n in store.news_today])
+        )
         if today.day == 0:
             store.call("set_shelf_skus", {"sku_ids": s[:3]})
             items = [{"sku_id": x, "quantity": 200} for x in s[:3]]
@@ -140,6 +145,8 @@ def test_a_scripted_agent_day_is_recorded_in_the_ledger_and_trace(env, agent_par
     end = [r for r in recs if r["tool"] == "end_today"][-1]
     assert end["result"]["result"]["current_date"] == "1991-09-17"
     assert "Sales by SKU" in "\n".join(r["result"]["formatted"] for r in recs if r["tool"] == "end_today")
+    for (remain, ids), (_, next_ids) in zip(news[0], news[0][1:]):  # an item keeps its id while listed
+        assert [a == b for a, b in zip(ids, next_ids)] == (remain >= 1).tolist()
     sold = sum(int(i.sold[:3].sum()) for _, i in records[0])
     assert sold == int(led.units[env.config.history_days : led.filled, :3].sum()) > 0
 

@@ -79,3 +79,49 @@ def test_a_nan_order_rank_is_placed_last_charged_in_full_and_counted(params, res
         )
         assert float(info.order_cost) == pytest.approx(cost_of_lines, rel=1e-5)
         assert int(info.invalid_ranks) == int(np.isnan(rank).sum())
+
+
+def _lines(rows, L=6):
+    """OrderLines from (product, supplier, units, lead, order) rows, padded to L."""
+    from rbjax.state import OrderLines
+
+    cols = np.zeros((5, L), np.int32)
+    cols[:, : len(rows)] = np.asarray(rows, np.int32).T if rows else 0
+    live = np.arange(L) < len(rows)
+    return OrderLines(*(jnp.asarray(c) for c in cols), live=jnp.asarray(live))
+
+
+def test_order_lines_are_paid_whole_per_order_and_invalid_lines_are_counted():
+    price = jnp.ones((4, 2), jnp.float32)
+    check = lambda rows, funds: orders.check_lines(_lines(rows), price, jnp.float32(funds), jnp.int32(100), 8)
+    # a two-line order that does not fit is refused whole; a later single line that fits is paid
+    accepted, spent, invalid, refused = check([(0, 0, 30, 3, 0), (1, 1, 30, 3, 0), (2, 0, 20, 2, 1)], 50.0)
+    assert accepted.tolist()[:3] == [False, False, True] and float(spent) == 20.0 and int(refused) == 2
+    # bad product, supplier, units or lead: dropped and counted; an order over the unit cap is invalid whole
+    bad = [
+        (9, 0, 5, 3, 0),
+        (0, 7, 5, 3, 1),
+        (0, 0, 0, 3, 2),
+        (0, 0, 5, 0, 3),
+        (1, 0, 60, 2, 4),
+        (2, 0, 60, 2, 4),
+    ]
+    accepted, spent, invalid, refused = check(bad, 1000.0)
+    assert not bool(accepted.any()) and int(invalid) == 6 and float(spent) == 0.0
+
+
+def test_single_line_orders_are_charged_as_the_order_matrix_charges_them():
+    rng = np.random.default_rng(0)
+    price = jnp.asarray(rng.uniform(0.3, 3.0, (96, 5)), jnp.float32)
+    for _ in range(5):
+        order = np.where(rng.random((96, 5)) < 0.2, rng.integers(1, 500, (96, 5)), 0)
+        rank = jnp.asarray(rng.permutation(96), jnp.float32)
+        funds = jnp.float32(rng.uniform(1000, 20000))
+        accepted, spent = orders.accept_by_funds(jnp.asarray(order * price), funds, rank)
+        seq = [
+            (j, k, order[j, k], 3, n)
+            for n, (j, k) in enumerate((j, k) for j in np.argsort(rank) for k in range(5) if order[j, k])
+        ]
+        got, spent_lines, _, _ = orders.check_lines(_lines(seq, 480), price, funds, jnp.int32(15000), 8)
+        assert float(spent_lines) == float(spent)  # to the bit
+        assert [bool(accepted[j, k]) for j, k, *_ in seq] == np.asarray(got)[: len(seq)].tolist()

@@ -1,8 +1,8 @@
 """What every tool text shares: product and supplier ids, dates, numbers, the reference's error wrapper.
 
-Numbers (rbjax decision): the engine's float32 values are printed as ``repr(round(float(x), 6))``, so a
-price of 2.39 reads ``2.39``, not ``2.390000104904175``; the fields the reference formats (``:.2f``,
-``:.4f``, ``:.6f``) keep their formats.
+Numbers (rbjax decision): unformatted floats print as the shortest decimal that reads back as the same
+float32 (the engine's precision), so a price of 2.39 reads ``2.39``, not ``2.390000104904175``; the fields
+the reference formats (``:.2f``, ``:.4f``, ``:.6f``) keep their formats.
 """
 
 from __future__ import annotations
@@ -29,10 +29,11 @@ def error_text(tool: str, exc: BaseException) -> str:
 
 
 def num(x) -> str:
-    """An unformatted number as the tools print it: ints as ints, floats rounded to 6 places."""
+    """An unformatted number as the tools print it: ints as ints, floats as the shortest decimal that reads
+    back as the same float32 (the engine's precision), with at least one digit after the point."""
     if isinstance(x, (int, np.integer)) and not isinstance(x, bool):
         return str(int(x))
-    return repr(round(float(x), 6))
+    return np.format_float_positional(np.float32(x), unique=True, trim="0")
 
 
 def count(x) -> int | float:

@@ -148,6 +148,8 @@ def sell(
         cogs=fsum(taken.astype(f) * lots.cost, -1),
         sold_by_supplier=sold_jk.astype(jnp.int32),
         returned_by_supplier=supplier_log.split(sold_jk, returned.astype(f)),
+        reviews_by_supplier=supplier_log.split(sold_jk, n_reviews.astype(f)),
+        stars_by_supplier=supplier_log.split(sold_jk, star_sum.astype(f)),
     )
 
 
