@@ -23,46 +23,44 @@ def agent_params(env, params):
 
 @pytest.fixture(scope="module")
 def keys():
-    return jax.random.split(jax.random.key(3), STORES)
+    return jax.random.split(jax.random.key(0), STORES)  # the CLI's keys for --seed 0
 
 
 @pytest.fixture(scope="module")
-def oracle_run(env, agent_params, keys, tmp_path_factory):
-    out = tmp_path_factory.mktemp("oracle_agents")
-    rec, engine, stores = run_policy_agents(
-        env, agent_params, rbjax.policies.oracle, rbjax.policies.OracleParams.default(), keys, out=str(out)
-    )
-    return rec, out
+def cli_runs(tmp_path_factory):
+    """``rbjax agents run --model policy:oracle`` and ``rbjax run --policy oracle --records``, same seed."""
+    from rbjax.cli import main
+
+    a, b = tmp_path_factory.mktemp("agents"), tmp_path_factory.mktemp("run")
+    size = ["--stores", str(STORES), "--days", str(DAYS), "--seed", "0"]
+    main(["agents", "run", "--model", "policy:oracle", *size, "--out", str(a)])
+    main(["run", "--policy", "oracle", *size, "--progress", "0", "--records", "--out", str(b)])
+    return a, b
 
 
-def test_the_oracle_through_the_tools_equals_its_rollout(env, agent_params, keys, oracle_run):
-    rec, out = oracle_run
-    ref, _ = rbjax.rollout(
-        env,
-        rbjax.policies.oracle,
-        rbjax.policies.OracleParams.default(),
-        agent_params,
-        keys,
-        days=DAYS,
-        records="full",
-    )
-    differ = [k for k in vars(ref) if not np.array_equal(np.asarray(getattr(ref, k)), getattr(rec, k))]
+def test_the_oracle_through_the_tools_equals_its_rollout(cli_runs):
+    a, b = cli_runs
+    got, want = np.load(a / "records.npz"), np.load(b / "records.npz")
+    assert sorted(got.files) == sorted(want.files) and want["order_lines"].shape == (STORES, DAYS)
+    differ = [k for k in want.files if not np.array_equal(got[k], want[k])]
     assert not differ, f"records differ: {differ}"
-    assert int(np.asarray(ref.order_lines).sum()) > 1000 and int(np.asarray(ref.refused_orders).sum()) > 0
-    trace = read(os.path.join(out, "store_0", "tool_calls.jsonl"))
+    assert int(want["order_lines"].sum()) > 1000 and int(want["refused_orders"].sum()) > 0
+    assert (a / "oracle_stores.csv").read_text() == (b / "oracle_stores.csv").read_text()  # the metrics
+    trace = read(os.path.join(a, "store_0", "tool_calls.jsonl"))
     ends = [r for r in trace if r["tool"] == "end_today"]
     assert len(ends) == DAYS and [r["rb_day"] for r in ends] == list(range(1, DAYS + 1))
-    assert ends[-1]["funds"] == pytest.approx(float(ref.funds[0, -1]))
+    assert ends[-1]["funds"] == pytest.approx(float(want["funds"][0, -1]))
     placed = sum(r["tool"] == "place_order" and r["action_executed"] for r in trace)
-    assert placed == int(np.asarray(ref.order_lines[0]).sum())
+    assert placed == int(want["order_lines"][0].sum())
     assert [r["issued_by"] for r in trace[:2]] == ["runner", "runner"]
+    assert all((a / f"store_{s}" / "tool_calls.jsonl").stat().st_size > 0 for s in range(STORES))
 
 
 def test_stores_finishing_in_a_random_order_give_the_same_traces_and_records(
-    env, agent_params, keys, oracle_run, tmp_path
+    env, agent_params, keys, cli_runs, tmp_path
 ):
-    rec, out = oracle_run
-    days = 6  # the first days of the oracle run, each store's end_today after a random delay
+    a, _ = cli_runs
+    days = 6  # the first days of the CLI's run, each store's end_today after a random delay
     params = agent_params.replace(horizon=np.int32(days))
     shuffled, _, _ = run_policy_agents(
         env,
@@ -73,12 +71,20 @@ def test_stores_finishing_in_a_random_order_give_the_same_traces_and_records(
         out=str(tmp_path),
         jitter=0.05,
     )
+    want = np.load(a / "records.npz")
     for k in vars(shuffled):
-        np.testing.assert_array_equal(getattr(shuffled, k), getattr(rec, k)[:, :days], err_msg=k)
+        np.testing.assert_array_equal(getattr(shuffled, k), want[k][:, :days], err_msg=k)
     for s in range(STORES):
         got = read(os.path.join(tmp_path, f"store_{s}", "tool_calls.jsonl"), timing=False)
-        want = read(os.path.join(out, f"store_{s}", "tool_calls.jsonl"), timing=False)[: len(got)]
-        assert got == want
+        expected = read(os.path.join(a, f"store_{s}", "tool_calls.jsonl"), timing=False)[: len(got)]
+        assert got == expected
+
+
+def test_cli_agents_run_refuses_other_models(tmp_path):
+    from rbjax.cli import main
+
+    with pytest.raises(SystemExit, match="policy:NAME"):
+        main(["agents", "run", "--model", "gpt-x", "--out", str(tmp_path)])
 
 
 def test_order_lines_through_the_engine(env, agent_params, keys):
@@ -149,46 +155,3 @@ def test_a_scripted_agent_day_is_recorded_in_the_ledger_and_trace(env, agent_par
         assert [a == b for a, b in zip(ids, next_ids)] == (remain >= 1).tolist()
     sold = sum(int(i.sold[:3].sum()) for _, i in records[0])
     assert sold == int(led.units[env.config.history_days : led.filled, :3].sum()) > 0
-
-
-def test_cli_agents_run_matches_rbjax_run(tmp_path, oracle_run):
-    from rbjax.cli import main
-
-    a, b = tmp_path / "agents", tmp_path / "run"
-    main(
-        [
-            "agents",
-            "run",
-            "--model",
-            "policy:oracle",
-            "--stores",
-            "8",
-            "--days",
-            "30",
-            "--seed",
-            "0",
-            "--out",
-            str(a),
-        ]
-    )
-    main(
-        [
-            "run",
-            "--policy",
-            "oracle",
-            "--stores",
-            "8",
-            "--days",
-            "30",
-            "--seed",
-            "0",
-            "--progress",
-            "0",
-            "--out",
-            str(b),
-        ]
-    )
-    assert (a / "oracle_stores.csv").read_text() == (b / "oracle_stores.csv").read_text()
-    assert (a / "store_7" / "tool_calls.jsonl").stat().st_size > 0 and (a / "records.npz").exists()
-    with pytest.raises(SystemExit, match="policy:NAME"):
-        main(["agents", "run", "--model", "gpt-x", "--out", str(a)])

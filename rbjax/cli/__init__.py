@@ -53,6 +53,11 @@ def _add_run_commands(sub) -> None:
         p.add_argument(
             "--out", default=None, help="folder for the per-store CSV (and the oracle's net-worth plot)"
         )
+        p.add_argument(
+            "--records",
+            action="store_true",
+            help="with --out: also every per-day record (DayInfo [stores, days]) in records.npz",
+        )
         add_env_flags(p)
         p.set_defaults(func=run.main)
 

@@ -11,7 +11,7 @@ import os
 import time
 
 from rbjax.cli.common import fail, make_env, make_policy
-from rbjax.cli.run import report
+from rbjax.cli.run import report, save_records
 
 
 def model_policy(model: str) -> str:
@@ -29,7 +29,6 @@ def model_policy(model: str) -> str:
 
 def main(args) -> None:
     import jax
-    import numpy as np
 
     from rbjax.agents.run import run_policy_agents
 
@@ -53,9 +52,7 @@ def main(args) -> None:
         f"{args.model} through the tools, {args.stores} stores x {args.days} days "
         f"({elapsed:.1f} s including compilation, {args.stores * args.days / elapsed:,.1f} agent-days/s)"
     )
-    np.savez_compressed(
-        os.path.join(args.out, "records.npz"), **{k: np.asarray(v) for k, v in vars(rec).items()}
-    )
+    save_records(os.path.join(args.out, "records.npz"), rec)
     report(args, rec, params)
 
 

@@ -24,13 +24,23 @@ def main(args) -> None:
     policy, policy_params = make_policy(args, env)
     keys = jax.random.split(jax.random.key(args.seed), args.stores)
     start = time.perf_counter()
-    rec, _ = rollout(env, policy, policy_params, params, keys, days=args.days, progress=args.progress)
+    records = "full" if getattr(args, "records", False) else "summary"
+    rec, _ = rollout(
+        env, policy, policy_params, params, keys, days=args.days, progress=args.progress, records=records
+    )
     elapsed = time.perf_counter() - start
     print(
         f"{args.policy} policy, {args.stores} stores x {args.days} days, categories {env.config.grouping} "
         f"({elapsed:.1f} s including compilation, {args.stores * args.days / elapsed:,.0f} store-days/s)"
     )
     report(args, rec, params)
+
+
+def save_records(path: str, rec) -> None:
+    """Every per-day record field as an array [stores, days] (``DayInfo`` fields, or ``DaySummary``'s)."""
+    import numpy as np
+
+    np.savez_compressed(path, **{k: np.asarray(v) for k, v in vars(rec).items()})
 
 
 def report(args, rec, params) -> None:
@@ -43,6 +53,8 @@ def report(args, rec, params) -> None:
     print(metrics.format_compare(metrics.compare(table, reference)))
     if args.out:
         table.to_csv(os.path.join(args.out, f"{args.policy}_stores.csv"), index_label="store")
+        if getattr(args, "records", False):
+            save_records(os.path.join(args.out, "records.npz"), rec)
         if args.policy == "oracle":
             from rbjax.runners.plots import plot_net_worth
 
