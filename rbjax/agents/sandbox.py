@@ -19,21 +19,11 @@ import sys
 import time
 from collections.abc import Callable
 
+from rbjax.agents._sandbox_worker import ALLOWED_IMPORTS
 from rbjax.agents.formats import ToolError
 
 MAX_CODE = 20_000
 MAX_STDOUT, MAX_RESULT = 10_000, 5_000
-ALLOWED_IMPORTS = (
-    "collections",
-    "datetime",
-    "decimal",
-    "functools",
-    "itertools",
-    "json",
-    "math",
-    "operator",
-    "statistics",
-)
 BANNED_NODES = {
     ast.Global: "global",
     ast.Nonlocal: "nonlocal",

@@ -210,14 +210,7 @@ def supplier_ranks(
     1 = best), quality_first (lines from the rank-1 quality supplier), price_first (from the cheapest, ties
     to the lower id).
     """
-    rank_q, rank_p = _ranks(quote_quality, quote_price)
-    count = lambda x: jnp.sum(x, dtype=jnp.int32)
-    return dict(
-        order_lines=count(lines),
-        quality_rank_sum=count(jnp.where(lines, rank_q, 0)),
-        quality_first=count(lines & (rank_q == 1)),
-        price_first=count(lines & (rank_p == 1)),
-    )
+    return _rank_counts(lines, *_ranks(quote_quality, quote_price))
 
 
 def line_ranks(lines: OrderLines, accepted, quote_quality, quote_price) -> dict[str, jax.Array]:
@@ -225,13 +218,16 @@ def line_ranks(lines: OrderLines, accepted, quote_quality, quote_price) -> dict[
     rank_q, rank_p = _ranks(quote_quality, quote_price)
     J, K = rank_q.shape
     at = lambda r: r[jnp.clip(lines.product, 0, J - 1), jnp.clip(lines.supplier, 0, K - 1)]
-    rq, rp = at(rank_q), at(rank_p)
+    return _rank_counts(accepted, at(rank_q), at(rank_p))
+
+
+def _rank_counts(lines: jax.Array, rank_q: jax.Array, rank_p: jax.Array) -> dict[str, jax.Array]:
     count = lambda x: jnp.sum(x, dtype=jnp.int32)
     return dict(
-        order_lines=count(accepted),
-        quality_rank_sum=count(jnp.where(accepted, rq, 0)),
-        quality_first=count(accepted & (rq == 1)),
-        price_first=count(accepted & (rp == 1)),
+        order_lines=count(lines),
+        quality_rank_sum=count(jnp.where(lines, rank_q, 0)),
+        quality_first=count(lines & (rank_q == 1)),
+        price_first=count(lines & (rank_p == 1)),
     )
 
 
