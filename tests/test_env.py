@@ -74,7 +74,7 @@ def test_contract_20_categories(env, params):
 def test_contract_reference_19_labels():
     catalog = rbjax.load_catalog()
     env = rbjax.Env(EnvConfig.from_catalog(catalog, grouping="ref19"), catalog)
-    check_env(env, env.default_params())
+    check_env(env, env.default_params(), one_by_one=False)
 
 
 FLOAT64 = """
@@ -87,7 +87,7 @@ cat = rbjax.load_catalog()
 env = rbjax.Env(EnvConfig.from_catalog(cat, float64=True), cat)
 params = env.default_params()
 assert params.alpha.dtype == np.float64
-check_env(env, params, days=6)
+check_env(env, params, days=6, one_by_one=False)
 print("float64 contract ok")
 """
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 import asyncio
 import os
 import random
+import sys
+import time
 from collections.abc import Callable
 
 import jax
@@ -57,7 +59,29 @@ def make_stores(engine: AgentEngine, out: str | None, **tool_options) -> list[St
     return stores
 
 
-async def _run_store(store: StoreTools, engine, scheduler, act: Callable, jitter: float, records: list):
+class Progress:
+    """A line on stderr each time every store has finished another ``every`` days (0: silent)."""
+
+    def __init__(self, stores: int, every: int):
+        self.every, self.days, self.calls = every, [0] * stores, 0
+        self.mark, self.start = every, time.perf_counter()
+
+    def day_done(self, store: StoreTools) -> None:
+        self.days[store.store] += 1
+        self.calls += store.calls
+        if self.every and min(self.days) >= self.mark:
+            elapsed = time.perf_counter() - self.start
+            print(
+                f"agents: day {min(self.days)} of every store, {len(self.days)} stores, "
+                f"{sum(self.days) / elapsed:,.1f} agent-days/s, {self.calls:,} tool calls",
+                file=sys.stderr,
+            )
+            self.mark += self.every
+
+
+async def _run_store(
+    store: StoreTools, engine, scheduler, act: Callable, jitter: float, records: list, progress
+):
     s = store.store
     try:
         while True:
@@ -73,19 +97,27 @@ async def _run_store(store: StoreTools, engine, scheduler, act: Callable, jitter
             info, detail = await scheduler.end_day(s, store.day_action())
             store.finish_day(info, detail, engine.today(s))
             records.append((today.day, info))
+            progress.day_done(store)
     finally:
         scheduler.leave(s)
 
 
-async def run_async(engine: AgentEngine, stores: list[StoreTools], act: Callable, jitter: float = 0.0):
-    """Run every store until its episode ends; returns {store: [(day, DayInfo row), ...]}."""
+async def run_async(
+    engine: AgentEngine, stores: list[StoreTools], act: Callable, jitter: float = 0.0, progress: int = 0
+):
+    """Run every store until its episode ends; returns {store: [(day, DayInfo row), ...]}.
+
+    act: ``async act(store_tools, today)``, the agent's calls of one day (``end_today`` is the runner's).
+    progress: a progress line every N days (0: none).
+    """
     scheduler = DayScheduler(engine)
+    counter = Progress(len(stores), progress)
     records = {s.store: [] for s in stores}
     for s in stores:
         scheduler.join(s.store)
     try:
         await asyncio.gather(
-            *(_run_store(s, engine, scheduler, act, jitter, records[s.store]) for s in stores)
+            *(_run_store(s, engine, scheduler, act, jitter, records[s.store], counter) for s in stores)
         )
     finally:
         scheduler.close()
@@ -107,7 +139,15 @@ def stack_records(records: dict, days: int) -> DayInfo:
 
 
 def run_policy_agents(
-    env, params, policy, policy_params, keys, out: str | None = None, jitter: float = 0.0, **tool_options
+    env,
+    params,
+    policy,
+    policy_params,
+    keys,
+    out: str | None = None,
+    jitter: float = 0.0,
+    progress: int = 0,
+    **tool_options,
 ):
     """Drive ``policy`` through the tools for ``len(keys)`` stores until their episodes end (the horizon is
     ``params.horizon``). Returns (DayInfo records [B, horizon], the engine, the stores' tools)."""
@@ -119,5 +159,5 @@ def run_policy_agents(
         for name, args in policy_calls(driver.action(store.store), today, store.names):
             store.call(name, args)
 
-    records = asyncio.run(run_async(engine, stores, act, jitter))
+    records = asyncio.run(run_async(engine, stores, act, jitter, progress))
     return stack_records(records, int(params.horizon)), engine, stores

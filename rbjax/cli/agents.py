@@ -46,6 +46,7 @@ def main(args) -> None:
         out=args.out,
         explicit_news=args.news_text == "explicit",
         code_timeout=args.code_timeout,
+        progress=args.progress,
     )
     elapsed = time.perf_counter() - start
     print(
@@ -74,5 +75,6 @@ def add(sub) -> None:
         help="explicit: headlines tell the strength",
     )
     r.add_argument("--code-timeout", type=float, default=30.0, help="seconds an execute_code call may run")
+    r.add_argument("--progress", type=int, default=30, help="progress line every N days (0: none)")
     add_env_flags(r)
     r.set_defaults(func=main, devices=1)
