@@ -16,7 +16,7 @@ from rbjax.policies import RandomParams, random_policy
 
 def check_env(env, params, stores: int = 2, days: int = 12, seed: int = 0, one_by_one: bool = True) -> None:
     step = jax.jit(env.step)
-    batched_step = jax.jit(chex.assert_max_traces(jax.vmap(env.step, in_axes=(0, 0, 0, None)), n=1))
+    batched_step = jax.jit(jax.vmap(chex.assert_max_traces(env.step, n=1), in_axes=(0, 0, 0, None)))
     policy = jax.jit(jax.vmap(random_policy, in_axes=(None, 0, None, 0)))
     keys = jax.random.split(jax.random.key(seed), stores)
     obs, state = jax.jit(jax.vmap(env.reset, in_axes=(0, None)))(keys, params)

@@ -120,7 +120,7 @@ class StoreTools:
                 raise ToolError(f"Unknown tool: {name}")
             payload, text = self._run(name, args, index)
             ok = not (isinstance(payload, dict) and payload.get("error"))
-        except (ToolError, TypeError, ValueError, KeyError) as e:
+        except Exception as e:  # as the reference: any failure of a tool is its error text, the store goes on
             text = error_text(name, e)
             payload, ok = {"error": text}, False
         if self.trace is not None:

@@ -33,6 +33,8 @@ def main(args) -> None:
     from rbjax.agents.run import run_policy_agents
 
     args.policy = model_policy(args.model)
+    if not args.code_timeout > 0:
+        raise fail(f"--code-timeout must be > 0 seconds, got {args.code_timeout}")
     env, params = make_env(args)
     policy, policy_params = make_policy(args, env)
     keys = jax.random.split(jax.random.key(args.seed), args.stores)
