@@ -39,8 +39,10 @@ def mid_episode_states(env, params):
 
 
 def test_observation_hides_quality_and_news_metadata(env, params):
+    # jitted, not eager: op-by-op dispatch compiles a kernel per operation, far slower here
+    observe, features, privileged = jax.jit(env.observe), jax.jit(encode), jax.jit(env.privileged)
     state = jax.tree.map(lambda x: x[0], mid_episode_states(env, params))
-    obs = env.observe(state, params)
+    obs = observe(state, params)
     rng = np.random.default_rng(0)
     sup, lots = state.suppliers, state.lots
     hidden = state.replace(
@@ -53,21 +55,23 @@ def test_observation_hides_quality_and_news_metadata(env, params):
         news=state.news.replace(signed=-state.news.signed * 3.0, need=~state.news.need),
     )
     assert not np.array_equal(np.asarray(hidden.suppliers.quote_quality), np.asarray(sup.quote_quality))
-    changed = env.observe(hidden, params)
+    changed = observe(hidden, params)
     for a, b in zip(jax.tree.leaves(obs), jax.tree.leaves(changed)):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
-    for a, b in zip(encode(obs), encode(changed)):
+    for a, b in zip(features(obs), features(changed)):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
     # the privileged view does change: the test would notice a leak through a shared field
     assert not np.array_equal(
-        np.asarray(env.privileged(state, params).quote_quality),
-        np.asarray(env.privileged(hidden, params).quote_quality),
+        np.asarray(privileged(state, params).quote_quality),
+        np.asarray(privileged(hidden, params).quote_quality),
     )
 
 
 def test_encoding_shapes_and_finite(env, params):
     states = mid_episode_states(env, params)
-    products, glob = jax.vmap(encode)(jax.vmap(env.observe, in_axes=(0, None))(states, params))
+    products, glob = jax.jit(lambda s: jax.vmap(encode)(jax.vmap(env.observe, in_axes=(0, None))(s, params)))(
+        states
+    )
     F, G = feature_sizes(env.config.num_suppliers)
     assert products.shape == (4, env.config.num_products, F) and glob.shape == (4, G)
     assert np.isfinite(np.asarray(products)).all() and np.isfinite(np.asarray(glob)).all()
@@ -92,11 +96,14 @@ def test_decoded_actions_are_always_valid(env, params, funds):
     )
     J, K = env.config.num_products, env.config.num_suppliers
     step = jax.jit(jax.vmap(env.step, in_axes=(0, 0, 0, None)))
+    observe = jax.jit(jax.vmap(env.observe, in_axes=(0, None)))
+    sample = jax.jit(jax.vmap(lambda k, scale: A.sample(k, random_heads(k, J, K, scale)), in_axes=(0, None)))
+    decode = jax.jit(jax.vmap(A.decode))
+    rewards = jax.jit(jax.vmap(product_rewards, in_axes=(0, 0, 0, 0, None)))
     for trial, scale in enumerate((0.1, 3.0, 30.0)):
         keys = jax.random.split(jax.random.key(trial), 4)
-        obs = jax.vmap(env.observe, in_axes=(0, None))(states, params)
-        choice = jax.vmap(lambda k: A.sample(k, random_heads(k, J, K, scale)))(keys)
-        action = jax.vmap(A.decode)(choice, obs)
+        obs = observe(states, params)
+        action = decode(sample(keys, jnp.float32(scale)), obs)
         price, order, shelf = (np.asarray(x) for x in (action.price, action.order, action.shelf))
         assert np.isfinite(price).all() and (price > 0).all()
         assert (shelf.sum(-1) <= int(params.shelf_capacity)).all()
@@ -116,7 +123,7 @@ def test_decoded_actions_are_always_valid(env, params, funds):
             ordering = order.sum((-1, -2)) > 0
             assert ordering.all() if funds >= 10_000 else ordering.any()
         # the per-product rewards add up to the change in net worth plus the rent
-        shares = jax.vmap(product_rewards, in_axes=(0, 0, 0, 0, None))(states, new, action, info, params)
+        shares = rewards(states, new, action, info, params)
         np.testing.assert_allclose(
             np.asarray(shares.sum(-1)), np.asarray(reward + params.rent), rtol=1e-5, atol=0.05
         )
