@@ -12,6 +12,8 @@ from rbjax.runners import metrics
 from rbjax.runners.rollout import rollout
 
 P = OracleParams.default()
+# jitted: op-by-op dispatch of the unrolled ranks would compile hundreds of small kernels
+plan = jax.jit(shelf_plan)
 
 
 def test_supplier_ties_go_to_the_cheaper_then_the_lower_index():
@@ -63,7 +65,7 @@ def test_shelf_plan_is_a_round_robin_over_category_ranks(env, params, reset):
     profit[5] = profit[6]  # a tie inside a category keeps index order
     obs = obs.replace(history_profit=jnp.asarray(profit))
     for n_cat, capacity in ((2, 40), (3, 40), (1, 12)):
-        managed, position = shelf_plan(
+        managed, position = plan(
             P.replace(products_per_category=jnp.int32(n_cat)), obs.replace(shelf_capacity=jnp.int32(capacity))
         )
         # reference construction in plain Python
@@ -77,9 +79,9 @@ def test_shelf_plan_is_a_round_robin_over_category_ranks(env, params, reset):
 
 def test_oracle_action_copies_prices_bit_for_bit_and_orders_in_shelf_order(env, params, reset, step):
     obs, state = reset(jax.random.key(3), params)
-    priv = env.privileged(state, params)
+    priv = jax.jit(env.privileged)(state, params)
     action = jax.jit(oracle)(P, obs, priv, None)
-    managed, position = shelf_plan(P, obs)
+    managed, position = plan(P, obs)
     assert np.array_equal(action.shelf, managed) and int(managed.sum()) == 40
     assert np.array_equal(action.order_rank, position)
     assert not np.asarray(action.set_price & ~managed).any() and np.asarray(action.set_price).sum() == 40
@@ -88,7 +90,7 @@ def test_oracle_action_copies_prices_bit_for_bit_and_orders_in_shelf_order(env, 
         ordered[np.asarray(managed)].all() and not ordered[~np.asarray(managed)].any()
     )  # empty store: all reorder
     k = np.asarray(action.order).argmax(1)
-    best = np.asarray(best_supplier(priv.quote_quality, obs.quote_price)[0])
+    best = np.asarray(jax.jit(best_supplier)(priv.quote_quality, obs.quote_price)[0])
     assert (k[ordered] == best[ordered]).all()
     # the chosen prices are history prices, stored exactly
     hist = np.asarray(obs.sales_price)
@@ -101,18 +103,18 @@ def test_oracle_action_copies_prices_bit_for_bit_and_orders_in_shelf_order(env, 
 
 def test_news_multiplier_is_clipped(env, params, reset):
     obs, state = reset(jax.random.key(5), params)
-    priv = env.privileged(state, params)
+    priv = jax.jit(env.privileged)(state, params)
     empty = obs.replace(
         on_hand=jnp.zeros_like(obs.on_hand),
         incoming=jnp.zeros_like(obs.incoming),
         sales_units=jnp.zeros_like(obs.sales_units),
     )  # target = 10 * multiplier
     qty = lambda need, supply: np.asarray(
-        oracle(
+        jax.jit(oracle)(
             P, empty, priv.replace(news_need=jnp.full(96, need), news_supply=jnp.full(96, supply)), None
         ).order.sum(1)
     )
-    managed = np.asarray(shelf_plan(P, obs)[0])
+    managed = np.asarray(plan(P, obs)[0])
     assert (qty(0.0, 0.0)[managed] == 60).all()
     assert (qty(0.5, 0.5)[managed] == 120).all()  # 2.25 clipped to 2
     assert (qty(-0.5, -0.5)[managed] == 30).all()  # 0.25 clipped to 0.5
