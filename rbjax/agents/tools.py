@@ -59,18 +59,18 @@ class StoreTools:
         self.today: Today | None = None
         self.draft: DayDraft | None = None
         self.news_today: list[dict] = []
+        self.news_remain = None  # yesterday's remaining days per news slot
         self.turn = 0
         self.calls = 0
 
     # ------------------------------------------------------------------ the day
     def begin_day(self, today: Today) -> None:
         """A new morning: a fresh draft, today's news items (ids kept while an item stays on the list)."""
-        previous = self.today
         self.today, self.turn, self.calls = today, 0, 0
         self.draft = DayDraft(self, self.pay, self.max_lines)
         items = []
         for n in range(len(today.news_mode)):
-            stayed = previous is not None and previous.news_remain[n] >= 1 and n < len(self.news_today)
+            stayed = self.news_remain is not None and self.news_remain[n] >= 1
             item_id = self.news_today[n]["id"] if stayed else hex_id(self.news_seed, today.cal, n, "news")
             title, content = news_text.render(
                 item_id,
@@ -84,7 +84,7 @@ class StoreTools:
             items.append(
                 {"id": item_id, "title": title, "content": content, "date": self.names.date(today.cal)}
             )
-        self.news_today = items
+        self.news_today, self.news_remain = items, today.news_remain
         first = len(self.ledger.news_log)
         self.ledger.news_log += [
             {**it, "record_id": first + i, "cal": today.cal} for i, it in enumerate(items)
@@ -231,7 +231,6 @@ class StoreTools:
                 rec |= {"forced": True, "reason": forced}
             self.trace.write(rec)
             self.trace.flush()
-        self.today = t
         return ToolResult(text=text, payload=payload, ok=True, ends_day=True)
 
     def _end_today_text(self, info, after: Today):
