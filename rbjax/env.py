@@ -162,7 +162,7 @@ class Env:
     def step_detailed(self, key: jax.Array, state: EnvState, action: Action, params: EnvParams):
         """``step`` plus the per-supplier records the agent tools keep: (..., info, detail: DayDetail)."""
         self.check_action(action)
-        k_lead, k_attr, k_demand, k_reviews = jax.random.split(key, 4)
+        k_lead, k_attr, k_demand, k_reviews = _step_keys(key)
         new, acted = day.act(state, action, params, k_lead, self.config)
         new, sold = day.sell(new, params, (k_attr, k_demand, k_reviews), self.config)
         new, expired = day.expire(new, params)
@@ -178,8 +178,7 @@ class Env:
 
     def lead_days(self, key: jax.Array, state: EnvState) -> jax.Array:
         """[J, K] int32 the lead times single-line orders get in ``step(key, state, ...)``."""
-        k_lead = jax.random.split(key, 4)[0]
-        return orders.lead_table(k_lead, state.world).astype(jnp.int32)
+        return orders.lead_table(_step_keys(key)[0], state.world).astype(jnp.int32)
 
     # ------------------------------------------------------------------ views
     def observe(self, state: EnvState, params: EnvParams) -> Observation:
@@ -227,6 +226,11 @@ class Env:
 
 
 _DETAIL_FIELDS = tuple(f.name for f in dataclasses.fields(DayDetail))
+
+
+def _step_keys(key: jax.Array) -> jax.Array:
+    """The step's keys: lead times, attraction, demand, reviews (``lead_days`` reads the first)."""
+    return jax.random.split(key, 4)
 
 
 def _masked(x: jax.Array, alive: jax.Array) -> jax.Array:
