@@ -37,6 +37,7 @@ class AgentEngine:
         self.opening = jax.device_get(opening)
         self.lead = np.asarray(self.programs["lead"](self.k_run, self.state))
         self.version = 0  # bumped by every step (policy drivers cache their actions per version)
+        self.keep_rows, self.rows = False, {}  # keep_rows: each step leaves the stepped stores' row() in rows
         self._pull()
 
     # ------------------------------------------------------------------ host side
@@ -129,7 +130,29 @@ class AgentEngine:
         self.lead = np.asarray(lead)
         self._pull()
         take = lambda tree, s: jax.tree.map(lambda x: x[s], tree)
+        if self.keep_rows:  # taken here: a later step may donate the state's buffers
+            obs, state = jax.device_get((self.obs, self.state))
+            for s in actions:
+                self.rows[s] = {"obs": take(obs, s), "state": take(state, s), "lead": self.lead[s].copy()}
         return {s: (take(info, s), take(detail, s)) for s in actions}
+
+    def row(self, store: int) -> dict:
+        """Store ``store``'s part of the engine (observation, state, lead times), numpy: a checkpoint."""
+        take = lambda tree: jax.tree.map(lambda x: np.asarray(x[store]), tree)
+        return {"obs": take(self.obs), "state": take(self.state), "lead": np.array(self.lead[store])}
+
+    def set_rows(self, rows: dict[int, dict]) -> None:
+        """Put checkpointed stores back ({store: ``row(store)``}); the other stores are untouched."""
+        if not rows:
+            return
+        idx = np.asarray(sorted(rows))
+        stacked = jax.tree.map(lambda *x: np.stack(x), *[rows[s] for s in idx])
+        put = lambda batch, new: jax.tree.map(lambda b, n: b.at[idx].set(jnp.asarray(n, b.dtype)), batch, new)
+        self.obs, self.state = put(self.obs, stacked["obs"]), put(self.state, stacked["state"])
+        self.lead = np.array(self.lead)
+        self.lead[idx] = stacked["lead"]
+        self.version += 1
+        self._pull()
 
     def policy_actions(self, policy, policy_params):
         """Every store's action under ``policy`` this morning (numpy, [B, ...] leaves), with the keys

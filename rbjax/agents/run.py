@@ -14,22 +14,27 @@ import random
 import sys
 import time
 from collections.abc import Callable
+from typing import Protocol
 
 import jax
 import numpy as np
 
 from rbjax.agents.engine import AgentEngine
 from rbjax.agents.formats import Names
-from rbjax.agents.ledger import StoreLedger
+from rbjax.agents.ledger import StoreLedger, Today
 from rbjax.agents.policy_agent import PolicyDriver, policy_calls
 from rbjax.agents.scheduler import DayScheduler
-from rbjax.agents.tools import StoreTools
+from rbjax.agents.tools import StoreTools, ToolResult
 from rbjax.agents.trace import TraceWriter
 from rbjax.state import DayInfo
 
 
-def make_stores(engine: AgentEngine, out: str | None, **tool_options) -> list[StoreTools]:
-    """One ``StoreTools`` per store of ``engine``, its ledger filled with the pre-opening days."""
+def make_stores(
+    engine: AgentEngine, out: str | None, resume_at: dict | None = None, **tool_options
+) -> list[StoreTools]:
+    """One ``StoreTools`` per store of ``engine``, its ledger filled with the pre-opening days.
+
+    resume_at: {store: size} of trace files to keep (a resumed run); the others start empty."""
     env, params = engine.env, engine.params
     cfg = env.config
     names = Names(env.catalog, cfg.num_suppliers)
@@ -40,7 +45,8 @@ def make_stores(engine: AgentEngine, out: str | None, **tool_options) -> list[St
             first_cal, cfg.history_days + int(params.horizon) + 1, cfg.num_products, cfg.num_suppliers
         )
         ledger.add_opening(jax.tree.map(lambda x: x[s], engine.opening))
-        trace = TraceWriter(os.path.join(out, f"store_{s}", "tool_calls.jsonl")) if out else None
+        path = os.path.join(out, f"store_{s}", "tool_calls.jsonl") if out else None
+        trace = TraceWriter(path, (resume_at or {}).get(s)) if out else None
         stores.append(
             StoreTools(
                 s,
@@ -59,28 +65,76 @@ def make_stores(engine: AgentEngine, out: str | None, **tool_options) -> list[St
     return stores
 
 
-class Progress:
-    """A line on stderr each time every store has finished another ``every`` days (0: silent)."""
+def open_day(store: StoreTools, names=("view_funds_and_date", "view_shelf_status")) -> list[str]:
+    """The runner's morning views (logged ``issued_by: runner``, as the reference's runner logs them)."""
+    return [store.call(name, issued_by="runner").text for name in names]
 
-    def __init__(self, stores: int, every: int):
-        self.every, self.days, self.calls = every, [0] * stores, 0
+
+class DayAgent(Protocol):
+    """One store's agent: the day's calls, then whatever it does with the day's result."""
+
+    async def act(self, store: StoreTools, today: Today) -> str | None:
+        """Make the day's calls; return why the runner ends the day for the agent, or None."""
+
+    async def after_day(self, store: StoreTools, today: Today, result: ToolResult) -> None: ...
+
+
+class CallsAgent:
+    """``act(store, today)``'s calls after the runner's two morning views."""
+
+    def __init__(self, act: Callable):
+        self._act = act
+
+    async def act(self, store, today):
+        open_day(store)
+        await self._act(store, today)
+
+    async def after_day(self, store, today, result):
+        pass
+
+
+class Progress:
+    """A line on stderr each time every store has finished another ``every`` days, and at most every
+    ``seconds`` otherwise (0: never). ``status()`` adds to the line (tokens, requests)."""
+
+    def __init__(
+        self, stores: int, every: int, seconds: float = 0.0, status: Callable[[], str] | None = None
+    ):
+        self.every, self.seconds, self.status = every, seconds, status
+        self.days, self.calls, self.ended = dict.fromkeys(range(stores), 0), 0, 0
         self.mark, self.start = every, time.perf_counter()
+        self.last = self.start
 
     def day_done(self, store: StoreTools) -> None:
         self.days[store.store] += 1
         self.calls += store.calls
-        if self.every and min(self.days) >= self.mark:
-            elapsed = time.perf_counter() - self.start
-            print(
-                f"agents: day {min(self.days)} of every store, {len(self.days)} stores, "
-                f"{sum(self.days) / elapsed:,.1f} agent-days/s, {self.calls:,} tool calls",
-                file=sys.stderr,
-            )
+        now = time.perf_counter()
+        by_days = self.every and min(self.days.values()) >= self.mark
+        if by_days or (self.seconds and now - self.last >= self.seconds):
+            self.print(now)
+        while self.every and min(self.days.values()) >= self.mark:
             self.mark += self.every
+
+    def elapsed(self) -> float:
+        return time.perf_counter() - self.start
+
+    def store_done(self) -> None:
+        self.ended += 1
+
+    def print(self, now: float | None = None) -> None:
+        now = time.perf_counter() if now is None else now
+        self.last, elapsed, days = now, now - self.start, self.days.values()
+        extra = f", {self.status()}" if self.status else ""
+        print(
+            f"agents: days {min(days)}-{max(days)}, {self.ended}/{len(self.days)} stores finished, "
+            f"{sum(days):,} store-days, {sum(days) / elapsed:,.2f} agent-days/s, {self.calls:,} tool calls"
+            + extra,
+            file=sys.stderr,
+        )
 
 
 async def _run_store(
-    store: StoreTools, engine, scheduler, act: Callable, jitter: float, records: list, progress
+    store: StoreTools, engine, scheduler, agent: DayAgent, jitter: float, records: list, progress
 ):
     s = store.store
     try:
@@ -89,35 +143,47 @@ async def _run_store(
             if today.done:
                 return
             store.begin_day(today)
-            for name in ("view_funds_and_date", "view_shelf_status"):
-                store.call(name, issued_by="runner")
-            await act(store, today)
+            forced = await agent.act(store, today)
             if jitter:  # finish the day after a random delay: the results must not depend on it
                 await asyncio.sleep(random.Random(hash((s, today.day))).random() * jitter)
             info, detail = await scheduler.end_day(s, store.day_action())
-            store.finish_day(info, detail, engine.today(s))
+            by = "runner" if forced else "model"
+            result = store.finish_day(info, detail, engine.today(s), issued_by=by, forced=forced)
             records.append((today.day, info))
+            await agent.after_day(store, today, result)
             progress.day_done(store)
     finally:
+        progress.store_done()
         scheduler.leave(s)
 
 
 async def run_async(
-    engine: AgentEngine, stores: list[StoreTools], act: Callable, jitter: float = 0.0, progress: int = 0
+    engine: AgentEngine,
+    stores: list[StoreTools],
+    agents: Callable | dict[int, DayAgent],
+    jitter: float = 0.0,
+    progress: int | Progress = 0,
+    records: dict | None = None,
 ):
     """Run every store until its episode ends; returns {store: [(day, DayInfo row), ...]}.
 
-    act: ``async act(store_tools, today)``, the agent's calls of one day (``end_today`` is the runner's).
-    progress: a progress line every N days (0: none).
+    agents: {store: DayAgent}, or ``async act(store_tools, today)`` for every store (``CallsAgent``; the
+    runner ends the day). progress: a ``Progress``, or a line every N days (0: none). records: the days
+    already played (a resumed run), extended in place.
     """
     scheduler = DayScheduler(engine)
-    counter = Progress(len(stores), progress)
-    records = {s.store: [] for s in stores}
+    counter = progress if isinstance(progress, Progress) else Progress(len(stores), progress)
+    if not isinstance(agents, dict):
+        agents = dict.fromkeys((s.store for s in stores), CallsAgent(agents))
+    records = {s.store: [] for s in stores} if records is None else records
     for s in stores:
         scheduler.join(s.store)
     try:
         await asyncio.gather(
-            *(_run_store(s, engine, scheduler, act, jitter, records[s.store], counter) for s in stores)
+            *(
+                _run_store(s, engine, scheduler, agents[s.store], jitter, records[s.store], counter)
+                for s in stores
+            )
         )
     finally:
         scheduler.close()

@@ -51,11 +51,18 @@ def record(store, name, args, payload, text, ok, elapsed, index, issued_by, sour
 class TraceWriter:
     """Buffered JSONL writer of one store's records, flushed at the end of every day."""
 
-    def __init__(self, path: str):
+    def __init__(self, path: str, resume_at: int | None = None):
+        """A new, empty file; or, with ``resume_at`` (a size from ``flushed_size``), the file cut back to the
+        records written by then (a resumed run rewrites what came after its checkpoint)."""
         os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
         self.path = path
         self.buffer: list[str] = []
-        open(path, "w").close()
+        with open(path, "a" if resume_at else "w") as f:
+            f.truncate(resume_at or 0)
+
+    def flushed_size(self) -> int:
+        self.flush()
+        return os.path.getsize(self.path)
 
     def write(self, rec: dict) -> None:
         self.buffer.append(json.dumps(rec, ensure_ascii=False, default=_plain))

@@ -1,40 +1,46 @@
 """``rbjax agents run``: stores run through the RetailBench tools by an agent; traces and the main table.
 
-``--model policy:NAME`` drives an rbjax policy through the tools (``rbjax.agents.policy_agent``). Writes
-``DIR/store_{s}/tool_calls.jsonl``, ``DIR/records.npz`` (every ``DayInfo`` field, [stores, days]) and
-``DIR/{NAME}_stores.csv``, and prints the main table as ``rbjax run`` does.
+``--model policy:NAME`` drives an rbjax policy through the tools (``rbjax.agents.policy_agent``); any other
+``--model`` is a language model behind an OpenAI-compatible endpoint (``--base-url``, the key from
+``--api-key-env`` or the usual variables), run by ``--framework`` (``rbjax.agents.llm_run``). Writes
+``DIR/store_{s}/`` traces, ``DIR/records.npz`` (every ``DayInfo`` field, [stores, days]) and
+``DIR/{NAME}_stores.csv``, and prints the main table beside the paper's row.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import time
 
 from rbjax.cli.common import fail, make_env, make_policy
 from rbjax.cli.run import report, save_records
 
 
-def model_policy(model: str) -> str:
-    """The policy name of ``policy:NAME``; a one-line error for anything else."""
+def model_policy(model: str) -> str | None:
+    """The policy name of ``policy:NAME``, None for a language model; a one-line error for a bad name."""
     from rbjax.policies import NAMES
 
     kind, _, name = model.partition(":")
-    if kind != "policy" or name not in NAMES:
-        raise fail(
-            f"--model {model}: expected policy:NAME with NAME one of {', '.join(NAMES)} "
-            "(language models are not wired to the runner in this version)"
-        )
+    if kind != "policy":
+        return None
+    if name not in NAMES:
+        raise fail(f"--model {model}: expected policy:NAME with NAME one of {', '.join(NAMES)}")
     return name
 
 
 def main(args) -> None:
+    if not args.code_timeout > 0:
+        raise fail(f"--code-timeout must be > 0 seconds, got {args.code_timeout}")
+    args.policy = model_policy(args.model)
+    if args.policy is None:
+        return main_llm(args)
+    if args.resume:
+        raise fail("--resume: only language-model runs keep checkpoints")
     import jax
 
     from rbjax.agents.run import run_policy_agents
 
-    args.policy = model_policy(args.model)
-    if not args.code_timeout > 0:
-        raise fail(f"--code-timeout must be > 0 seconds, got {args.code_timeout}")
     env, params = make_env(args)
     policy, policy_params = make_policy(args, env)
     keys = jax.random.split(jax.random.key(args.seed), args.stores)
@@ -59,17 +65,163 @@ def main(args) -> None:
     report(args, rec, params)
 
 
+def llm_settings(args):
+    """(OpenAIChatModel keyword arguments, Rules, Prompts) from the flags; one-line errors."""
+    from rbjax.agents.frameworks import Rules
+    from rbjax.agents.llm import Sampling, api_key_from_env
+    from rbjax.agents.prompts import Prompts
+
+    for flag, least in (("concurrency", 1), ("max_turns", 1), ("retries", 0)):
+        if getattr(args, flag) < least:
+            raise fail(f"--{flag.replace('_', '-')} must be >= {least}, got {getattr(args, flag)}")
+    if not args.timeout > 0:
+        raise fail(f"--timeout must be > 0 seconds, got {args.timeout}")
+    base_url = args.base_url or os.environ.get("OPENAI_BASE_URL")
+    if not base_url:
+        raise fail("--base-url URL is needed for a language model (or set OPENAI_BASE_URL)")
+    if not re.match(r"https?://", base_url):
+        raise fail(f"--base-url {base_url}: expected an http:// or https:// URL")
+    if args.api_key_env and not os.environ.get(args.api_key_env):
+        raise fail(f"--api-key-env {args.api_key_env}: that environment variable is not set")
+    try:
+        prompts = Prompts.load(args.prompts)
+    except ValueError as e:
+        raise fail(f"--prompts: {e}") from None
+    sampling = Sampling() if args.sampling == "paper" else Sampling(None, None, None, None)
+    if args.max_tokens is not None:
+        sampling.max_tokens = args.max_tokens
+    model = dict(
+        model=args.model,
+        base_url=base_url,
+        api_key=api_key_from_env(args.api_key_env),
+        concurrency=args.concurrency,
+        timeout=args.timeout,
+        retries=args.retries,
+        sampling=sampling,
+    )
+    return model, Rules(max_turns=args.max_turns, protocol=args.protocol), prompts
+
+
+def main_llm(args) -> None:
+    import jax
+
+    try:
+        import openai  # noqa: F401
+    except ImportError:
+        raise fail("language models need the openai package: pip install 'rbjax[agents]'") from None
+    from rbjax.agents.llm import OpenAIChatModel
+    from rbjax.agents.llm_run import run_llm_agents
+
+    model_args, rules, prompts = llm_settings(args)
+    env, params = make_env(args)
+    keys = jax.random.split(jax.random.key(args.seed), args.stores)
+    settings = dict(
+        model=args.model,
+        base_url=model_args["base_url"],
+        seed=args.seed,
+        protocol=args.protocol,
+        grouping=args.grouping,
+        prompts=args.prompts,
+    )
+    start = time.perf_counter()
+    try:
+        rec, tools, _ = run_llm_agents(
+            env,
+            params,
+            keys,
+            args.framework,
+            OpenAIChatModel(**model_args),
+            args.out,
+            rules=rules,
+            prompts=prompts,
+            resume=args.resume,
+            settings=settings,
+            progress_seconds=args.progress_seconds,
+            explicit_news=args.news_text == "explicit",
+            code_timeout=args.code_timeout,
+        )
+    except ValueError as e:  # a resume that does not match, an unreadable checkpoint
+        raise fail(str(e)) from None
+    elapsed = time.perf_counter() - start
+    print(
+        f"{args.model} ({args.framework}) through the tools, {args.stores} stores x {args.days} days "
+        f"({elapsed:.1f} s, {tools['requests'].sum():,} requests)"
+    )
+    save_records(os.path.join(args.out, "records.npz"), rec)
+    summary(args, rec, tools)
+
+
+def summary(args, rec, tools) -> None:
+    """The main table and the tool and token rates (mean ± sd) beside the paper's run of this model and
+    framework when there is one; the per-store CSV."""
+    from rbjax.runners import metrics, paper
+
+    table = metrics.store_metrics(rec).join(tools)
+    found = paper.run_row(args.model, args.framework)
+    label, reference = found if found else ("none", {})
+    print(
+        f"paper row: {label}" + ("" if found else f" (the paper has no {args.framework} run of this model)")
+    )
+    columns = metrics.MAIN_TABLE + ("direct_tools_per_day", "total_tools_per_day", "tokens_per_day")
+    print(metrics.format_compare(metrics.compare(table, reference, columns)))
+    name = re.sub(r"[^A-Za-z0-9_.-]+", "_", args.model)
+    table.to_csv(os.path.join(args.out, f"{name}_{args.framework}_stores.csv"), index_label="store")
+    print(f"wrote {args.out}")
+    bad = metrics.non_finite_stores(table)
+    if len(bad):
+        raise fail(
+            f"{len(bad)} stores ended with a non-finite net worth or count (stores {bad[:8].tolist()})"
+        )
+
+
 def add(sub) -> None:
+    from rbjax.agents.frameworks import FRAMEWORKS
     from rbjax.cli.common import add_env_flags
 
     p = sub.add_parser("agents", help="run stores through the RetailBench agent tools")
     cmd = p.add_subparsers(dest="agents_command", required=True)
     r = cmd.add_parser("run", help="agents run the stores through the tools; traces and the main table")
-    r.add_argument("--model", required=True, help="policy:NAME (an rbjax policy driven through the tools)")
+    r.add_argument(
+        "--model",
+        required=True,
+        help="a model name served at --base-url, or policy:NAME (an rbjax policy driven through the tools)",
+    )
     r.add_argument("--stores", type=int, default=8)
     r.add_argument("--out", required=True, help="folder for the traces, records.npz and the per-store CSV")
-    r.add_argument("--checkpoint", default=None, help="run folder of `rbjax train ppo` (policy:ppo)")
-    r.add_argument("--greedy", action="store_true", help="policy:ppo: the most likely action")
+    llm = r.add_argument_group("language models")
+    llm.add_argument("--framework", choices=FRAMEWORKS, default="react")
+    llm.add_argument(
+        "--base-url", default=None, help="OpenAI-compatible endpoint (default: $OPENAI_BASE_URL)"
+    )
+    llm.add_argument(
+        "--api-key-env",
+        default=None,
+        metavar="VAR",
+        help="environment variable holding the key (default: OPENAI_API_KEY, API_KEY, OPENROUTER_API_KEY, "
+        "DASHSCOPE_API_KEY; a local server needs none)",
+    )
+    llm.add_argument("--concurrency", type=int, default=32, help="model requests in flight at once")
+    llm.add_argument(
+        "--protocol", choices=["text", "native"], default="text", help="tool calls as text or native"
+    )
+    llm.add_argument("--max-turns", type=int, default=50, help="model turns per day")
+    llm.add_argument(
+        "--timeout", type=float, default=600.0, help="seconds per model request, stream included"
+    )
+    llm.add_argument("--retries", type=int, default=3, help="retries of a failed request (408/409/429/5xx)")
+    llm.add_argument(
+        "--sampling", choices=["paper", "server"], default="paper", help="the paper's settings or none"
+    )
+    llm.add_argument("--max-tokens", type=int, default=None, help="override the answer length limit")
+    llm.add_argument(
+        "--prompts", default=None, metavar="JSON", help="prompt texts to override (rbjax.agents.prompts)"
+    )
+    llm.add_argument("--resume", action="store_true", help="continue the run in --out from its checkpoints")
+    llm.add_argument("--progress-seconds", type=float, default=30.0, help="progress line every N seconds")
+    pol = r.add_argument_group("rbjax policies")
+    pol.add_argument("--checkpoint", default=None, help="run folder of `rbjax train ppo` (policy:ppo)")
+    pol.add_argument("--greedy", action="store_true", help="policy:ppo: the most likely action")
+    pol.add_argument("--progress", type=int, default=30, help="progress line every N days (0: none)")
     r.add_argument(
         "--news-text",
         choices=["vague", "explicit"],
@@ -77,6 +229,5 @@ def add(sub) -> None:
         help="explicit: headlines tell the strength",
     )
     r.add_argument("--code-timeout", type=float, default=30.0, help="seconds an execute_code call may run")
-    r.add_argument("--progress", type=int, default=30, help="progress line every N days (0: none)")
     add_env_flags(r)
     r.set_defaults(func=main, devices=1)

@@ -43,6 +43,49 @@ LLM_ROWS = {
 }
 BEST_LLM = "GPT-5.5 (ReAct)"  # the best LLM row by net worth
 
+# every LLM run of the paper's archive (run_metrics.csv): (model, framework) -> main-table metrics, plus the
+# tool and token rates per day
+_RUN_FIELDS = (
+    "survival_days final_net_worth total_sales daily_sold_products return_ratio expired_ratio stockout_days "
+    "direct_tools_per_day total_tools_per_day tokens_per_day"
+).split()
+_RUNS = """
+MiniMax-M2.5 react 61 1788.24 22384 14.64 0.1041 0.0028 50 19.59 36.97 644315
+MiniMax-M2.5 reflection 56 416.97 16819 7.73 0.1041 0.0085 37 34.46 57.30 1277005
+MiniMax-M2.5 plan_and_act 73 -397.95 23521 12.08 0.1077 0.0049 52 18.67 40.19 484698
+DeepSeek-V4-Pro react 144 -1554.47 134931 30.17 0.0968 0.0573 80 15.47 53.77 383893
+DeepSeek-V4-Pro reflection 94 -1792.13 33593 25.98 0.0980 0.0452 73 18.16 58.34 459672
+DeepSeek-V4-Pro plan_and_act 180 10120.90 164417 32.57 0.0858 0.0144 116 23.23 62.35 508516
+GLM-5.1 react 60 -2134.36 7016 3.97 0.1347 0.0297 14 37.58 39.98 1054511
+GLM-5.1 reflection 49 4619.76 6770 6.78 0.1145 0.0086 23 51.84 53.33 1151326
+GLM-5.1 plan_and_act 56 -2824.78 739 1.38 0.0338 0.0000 11 36.61 37.36 842540
+Kimi-K2.6 react 130 792.19 86214 25.73 0.1226 0.0411 62 26.39 45.76 523108
+Kimi-K2.6 reflection 66 5902.33 30783 10.92 0.1121 0.0002 31 58.56 127.88 1026089
+Kimi-K2.6 plan_and_act 89 -1996.52 48955 12.13 0.0911 0.0016 58 26.52 46.09 505150
+Qwen3.5-397B-A17B react 50 6125.56 32874 26.18 0.0968 0.0345 34 27.34 72.40 1034180
+Qwen3.5-397B-A17B reflection 71 1183.17 35622 26.17 0.1047 0.0655 48 19.87 49.76 686103
+Qwen3.5-397B-A17B plan_and_act 50 3820.59 30074 23.22 0.1170 0.1055 29 28.30 63.20 939459
+Grok-4.3 react 58 828.40 11305 6.74 0.1028 0.0577 24 9.50 10.36 144582
+Grok-4.3 reflection 51 787.67 20907 11.73 0.1286 0.1735 18 11.61 12.76 176046
+Grok-4.3 plan_and_act 12 22989.16 372 1.67 0.0538 0.0000 5 22.25 23.17 456947
+GPT-5.5 react 180 24350.98 136405 32.27 0.0646 0.0113 137 17.09 106.86 176260
+"""
+RUNS = {
+    (model, framework): dict(zip(_RUN_FIELDS, map(float, values)))
+    for model, framework, *values in (line.split() for line in _RUNS.strip().splitlines())
+}
+
+
+def run_row(model: str, framework: str) -> tuple[str, dict] | None:
+    """The paper's run of ``framework`` by the model whose name ``model`` contains (case-insensitive; a
+    served name such as ``Qwen/Qwen3.5-397B-A17B-FP8`` matches), as (label, row); None when there is none."""
+    lowered = model.lower()
+    for (name, fw), row in RUNS.items():
+        if fw == framework and name.lower() in lowered:
+            return f"{name} ({fw})", row
+    return None
+
+
 # the oracle's daily net worth, day 0 (opening) .. day 180
 ORACLE_NET_WORTH = np.array(
     [

@@ -1,0 +1,176 @@
+"""The tool-call parser and the chat client against a real HTTP server on 127.0.0.1 (``chat_stub``)."""
+
+import asyncio
+import json
+
+import pytest
+from chat_stub import ChatStub, Hang, Malformed, Status, Stream
+
+from rbjax.agents.llm import ChatError, OpenAIChatModel, backoff, retryable
+from rbjax.agents.parse import parse_tool_calls
+from rbjax.agents.specs import TOOL_NAMES
+
+pytest.importorskip("openai")
+
+
+def calls(text):
+    found, method = parse_tool_calls(text, TOOL_NAMES)
+    return [(c.name, c.arguments) for c in found], method
+
+
+def test_xml_blocks_parse_in_order_with_string_or_object_arguments():
+    text = (
+        'I will look.\n<tool_call>{"name": "view_inventory", "arguments": {}}</tool_call>\n'
+        '<tool_call>\n```json\n{"name": "view_sku_prices", "arguments": "{\\"sku_ids\\": [\\"1\\"]}"}\n```\n'
+        "</tool_call>"
+        '<tool_call>{"name": "modify_sku_price", "parameters": {"sku_id": "2", "new_price": 1.5}}'
+    )
+    assert calls(text) == (
+        [
+            ("view_inventory", {}),
+            ("view_sku_prices", {"sku_ids": ["1"]}),
+            ("modify_sku_price", {"sku_id": "2", "new_price": 1.5}),  # an unclosed last block is read
+        ],
+        "xml",
+    )
+
+
+def test_unknown_names_are_dropped_and_only_the_first_end_today_is_kept():
+    text = (
+        '<tool_call>{"name": "buy_everything", "arguments": {}}</tool_call>'
+        '<tool_call>{"name": "end_today", "arguments": {}}</tool_call>'
+        '<tool_call>{"name": "view_notes", "arguments": {}}</tool_call>'
+        '<tool_call>{"name": "end_today", "arguments": {}}</tool_call>'
+    )
+    assert calls(text) == ([("end_today", {}), ("view_notes", {})], "xml")
+    assert calls('<tool_call>{"name": "buy_everything", "arguments": {}}</tool_call>') == ([], "none")
+
+
+def test_malformed_arguments_become_an_empty_object_and_the_tool_is_still_named():
+    text = '<tool_call>{"name": "place_order", "arguments": {"items": [1, 2}</tool_call>'
+    assert calls(text) == ([("place_order", {})], "xml")
+    assert calls('<tool_call>{"name": "view_notes", "arguments": "not json"}</tool_call>') == (
+        [("view_notes", {})],
+        "xml",
+    )
+
+
+def test_function_style_then_bare_json_are_the_fallbacks():
+    text = "First view_sku_prices(sku_ids=['3828111129']) then end_today() and print(x)"
+    assert calls(text) == ([("view_sku_prices", {"sku_ids": ["3828111129"]}), ("end_today", {})], "function")
+    assert calls("call view_notes(note=some_variable)") == ([("view_notes", {})], "function")
+    text = (
+        'Plan: [{"name": "view_notes", "arguments": {}}, {"name": "add_note", "arguments": {"content": "a"}}]'
+    )
+    assert calls(text) == ([("view_notes", {}), ("add_note", {"content": "a"})], "json")
+    assert calls("no calls here {not json} (x)") == ([], "none")
+
+
+def test_the_reference_retry_rule_and_backoff():
+    class E(Exception):
+        def __init__(self, status):
+            self.status_code = status
+
+    assert [retryable(E(s)) for s in (408, 409, 429, 500, 503, 400, 401, 404)] == [True] * 5 + [False] * 3
+    assert retryable(TimeoutError()) and retryable(Exception("Connection reset by peer"))
+    assert not retryable(ValueError("Expecting property name"))
+    waits = [backoff(n, jitter=0.0) for n in (1, 2, 3, 4, 5)]
+    assert waits == [2.0, 4.0, 8.0, 10.0, 10.0]
+    assert all(2.0 <= backoff(1) <= 2.3 for _ in range(200))
+
+
+def _complete(model, n=1, tools=None):
+    async def go():
+        out = []
+        for _ in range(n):
+            try:
+                out.append(await model.complete([{"role": "user", "content": "hi"}], tools=tools))
+            except ChatError as e:
+                out.append(e)
+        await model.close()
+        return out
+
+    return asyncio.run(go())
+
+
+def test_the_client_assembles_a_stream_counts_usage_and_retries_a_429():
+    script = [Status(429), Stream("Hello, store!", "Let me think.", (120, 7), cached=100)]
+    with ChatStub(lambda body, n: script[n]) as stub:
+        model = OpenAIChatModel("stub-model", stub.url, api_key="sk-test-secret", retry_base=0.01)
+        (reply,) = _complete(model)
+    assert (reply.text, reply.reasoning, reply.attempts) == ("Hello, store!", "Let me think.", 2)
+    assert reply.usage.as_dict() == {
+        "prompt_tokens": 120,
+        "completion_tokens": 7,
+        "total_tokens": 127,
+        "cached_prompt_tokens": 100,
+        "uncached_prompt_tokens": 20,
+    }
+    body = stub.requests[1]
+    assert body["stream"] is True and body["stream_options"] == {"include_usage": True}
+    assert (body["temperature"], body["top_p"], body["max_tokens"], body["presence_penalty"]) == (
+        0.6,
+        0.95,
+        10000,
+        1.1,
+    )
+    assert "tools" not in body and stub.headers[1]["authorization"] == "Bearer sk-test-secret"
+
+
+def test_a_malformed_reply_a_hung_reply_and_exhausted_retries_are_chat_errors_without_the_key():
+    script = [Malformed(), Hang(), Stream("after the time-out"), Status(500), Status(503)]
+    with ChatStub(lambda body, n: script[n]) as stub:
+        model = OpenAIChatModel(
+            "stub-model", stub.url, api_key="sk-test-secret", retry_base=0.01, timeout=1.0, retries=1
+        )
+        malformed, after_hang, failed = _complete(model, 3)
+    assert isinstance(malformed, ChatError) and "after 1 attempt" in str(malformed)  # not retryable
+    assert after_hang.text == "after the time-out" and after_hang.attempts == 2  # the hang timed out
+    assert isinstance(failed, ChatError) and "after 2 attempts" in str(failed) and len(stub.requests) == 5
+    assert all("sk-test-secret" not in str(e) for e in (malformed, failed))
+    with pytest.raises(TypeError, match="never pickled"):
+        import pickle
+
+        pickle.dumps(model)
+
+
+def test_native_tool_calls_are_assembled_from_their_deltas():
+    args = json.dumps({"sku_ids": ["3828111129"]})
+    script = [Stream("", tool_calls=(("view_sku_prices", args), ("end_today", "")))]
+    with ChatStub(lambda body, n: script[n]) as stub:
+        model = OpenAIChatModel("stub-model", stub.url, retry_base=0.01)
+        (reply,) = _complete(model, tools=[{"type": "function", "function": {"name": "end_today"}}])
+    assert [(c.name, c.arguments, c.id) for c in reply.tool_calls] == [
+        ("view_sku_prices", {"sku_ids": ["3828111129"]}, "call_0"),
+        ("end_today", {}, "call_1"),
+    ]
+    assert stub.requests[0]["tool_choice"] == "auto"
+
+
+def test_requests_in_flight_never_exceed_the_concurrency():
+    import threading
+    import time
+
+    live, peak, lock = [0], [0], threading.Lock()
+
+    def script(body, n):
+        with lock:
+            live[0] += 1
+            peak[0] = max(peak[0], live[0])
+        time.sleep(0.05)
+        with lock:
+            live[0] -= 1
+        return Stream("ok")
+
+    with ChatStub(script) as stub:
+        model = OpenAIChatModel("stub-model", stub.url, concurrency=3)
+
+        async def go():
+            got = await asyncio.gather(
+                *(model.complete([{"role": "user", "content": "x"}]) for _ in range(12))
+            )
+            await model.close()
+            return got
+
+        replies = asyncio.run(go())
+    assert [r.text for r in replies] == ["ok"] * 12 and peak[0] == 3
