@@ -25,6 +25,14 @@ from rbjax.agents.run import run_policy_agents
 OUT = Path(__file__).parent / "out"
 
 
+def markdown_table(table: pd.DataFrame) -> str:
+    """A DataFrame as a Markdown table (no extra dependency)."""
+    cols = list(table.columns)
+    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    lines += ["| " + " | ".join(str(v) for v in row) + " |" for row in table.itertuples(index=False)]
+    return "\n".join(lines) + "\n"
+
+
 def measure(env, stores: int, days: int, trace: bool) -> dict:
     params = env.default_params().replace(horizon=np.int32(days))
     keys = jax.random.split(jax.random.key(0), stores)
@@ -78,10 +86,7 @@ def main() -> None:
     table = pd.DataFrame(rows)
     OUT.mkdir(exist_ok=True)
     table.to_csv(OUT / "agent_tools.csv", index=False)
-    cols = list(table.columns)
-    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
-    lines += ["| " + " | ".join(str(v) for v in row) + " |" for row in table.itertuples(index=False)]
-    text = "\n".join(lines) + "\n"
+    text = markdown_table(table)
     (OUT / "agent_tools.md").write_text(text)
     print(text)
 

@@ -314,3 +314,71 @@ def test_a_run_resumed_after_a_crash_equals_an_uninterrupted_run(env, params, ke
         assert days == [1, 2, 3, 4]
     with pytest.raises(ValueError, match="other settings"):
         play(env, params, keys[:2], tmp_path / "cut", "reflection", model=model(None), days=4, resume=True)
+
+
+def test_agents_run_against_a_local_openai_compatible_server(env, tmp_path, monkeypatch, capsys):
+    from chat_stub import ChatStub, Hang, Malformed, Status, Stream
+
+    from rbjax.cli import main
+
+    sku = env.catalog.upc[5]
+    order = call("place_order", items=[{"sku_id": sku, "quantity": 25}], supplier_id="supplier_2")
+    trouble = {0: Status(429), 3: Malformed(), 5: Hang()}
+
+    def script(body, n):
+        if n in trouble:
+            return trouble[n]
+        if turn_of(body["messages"]) == 0:
+            return Stream(
+                order + call("view_inventory"), reasoning="Stock up on one product.", usage=(900, 40)
+            )
+        return Stream(call("end_today"), usage=(1000, 5))
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-e2e-secret")
+    out = tmp_path / "run"
+    with ChatStub(script) as stub:
+        flags = ["--base-url", stub.url, "--stores", "4", "--days", "3", "--timeout", "3", "--out", str(out)]
+        main(["agents", "run", "--framework", "react", "--model", "local/GPT-5.5-stub", *flags])
+    printed = capsys.readouterr().out
+    assert "paper row: GPT-5.5 (react)" in printed and "tokens_per_day" in printed
+    assert all(h["authorization"] == "Bearer sk-test-e2e-secret" for h in stub.headers)
+    rec = np.load(out / "records.npz")
+    assert (rec["order_lines"] == 1).all() and (rec["ordered"][:, :, 5] == 25).all()
+    for s in range(4):
+        t = trace(out, s)
+        placed = [r for r in t if r["tool"] == "place_order"]
+        assert len(placed) == 3 and all(
+            r["action_executed"] and r["args"]["items"][0]["sku_id"] == sku for r in placed
+        )
+        assert sum(r["tool"] == "end_today" for r in t) == 3
+    turns = [r for s in range(4) for r in read(os.path.join(out, f"store_{s}", "turns.jsonl"))]
+    errors = [r["error"] for r in turns if r["error"]]
+    assert (
+        len(errors) == 1 and "JSONDecodeError" in errors[0]
+    )  # the malformed reply; the 429 and hang retried
+    assert sum(r["attempts"] == 2 for r in turns if r["attempts"]) == 2
+    assert any(r["reasoning_chars"] for r in turns)
+    tokens = read(os.path.join(out, "store_0", "tokens.jsonl"))
+    assert [t["day"] for t in tokens] == [1, 2, 3] and tokens[0]["completion_tokens"] >= 45
+    table = (out / "local_GPT-5.5-stub_react_stores.csv").read_text()
+    assert table.count("\n") == 5
+    for path in out.rglob("*"):
+        if path.is_file():
+            assert b"sk-test-e2e-secret" not in path.read_bytes(), path
+
+
+def test_agents_run_flag_errors_are_one_line(tmp_path, monkeypatch):
+    from rbjax.cli import main
+
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    cases = [
+        ([], "--base-url URL is needed"),
+        (["--base-url", "ftp://x"], "expected an http:// or https:// URL"),
+        (["--base-url", "http://127.0.0.1:9/v1", "--concurrency", "0"], "--concurrency must be >= 1"),
+        (["--base-url", "http://127.0.0.1:9/v1", "--api-key-env", "RBJAX_NO_SUCH_VAR"], "is not set"),
+        (["--base-url", "http://127.0.0.1:9/v1", "--resume"], "holds no run to resume"),
+    ]
+    for extra, message in cases:
+        with pytest.raises(SystemExit) as e:
+            main(["agents", "run", "--model", "m", "--out", str(tmp_path / "x"), "--days", "2", *extra])
+        assert message in str(e.value) and "\n" not in str(e.value)

@@ -80,11 +80,11 @@ def test_stores_finishing_in_a_random_order_give_the_same_traces_and_records(
         assert got == expected
 
 
-def test_cli_agents_run_refuses_other_models(tmp_path):
+def test_cli_agents_run_refuses_an_unknown_policy(tmp_path):
     from rbjax.cli import main
 
-    with pytest.raises(SystemExit, match="policy:NAME"):
-        main(["agents", "run", "--model", "gpt-x", "--out", str(tmp_path)])
+    with pytest.raises(SystemExit, match="policy:NAME with NAME one of"):
+        main(["agents", "run", "--model", "policy:nonesuch", "--out", str(tmp_path)])
 
 
 def test_order_lines_through_the_engine(env, agent_params, keys):

@@ -88,6 +88,24 @@ class StoreLedger:
         self.news_log: list[dict] = []  # every item shown, {record_id, id, title, content, date, cal}
         self.notes: list[dict] = []
 
+    def __getstate__(self) -> dict:
+        """Pickled without the rows not yet filled (a checkpoint of an early day is small)."""
+        state = dict(vars(self))
+        state["_days"] = len(self.price)
+        for k, v in vars(self).items():
+            if isinstance(v, np.ndarray):
+                state[k] = v[: self.filled]
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        days = state.pop("_days")
+        for k, v in state.items():
+            if isinstance(v, np.ndarray):
+                full = np.zeros((days, *v.shape[1:]), v.dtype)
+                full[: len(v)] = v
+                state[k] = full
+        vars(self).update(state)
+
     def rows(self, first: int, last: int) -> range:
         """Rows of the calendar days first..last (inclusive) that have records."""
         lo = max(first - self.first_cal, 0)

@@ -67,7 +67,7 @@ class ScriptedModel:
 
     A reply is text, a ``Completion``, or an exception to raise (as ``ChatError``). ``latency`` seconds
     (a number, or ``fn(call) -> seconds``) pass before each reply. After the list runs out every reply is
-    ``after``. ``calls`` keeps the messages of every request.
+    ``after``. ``calls`` keeps the messages of every request (``keep=False``: only their count, ``n``).
     """
 
     def __init__(
@@ -75,13 +75,16 @@ class ScriptedModel:
         replies: Sequence[Reply] | Callable[[list[dict], int], Reply],
         latency: float | Callable[[int], float] = 0.0,
         after: str = '<tool_call>{"name": "end_today", "arguments": {}}</tool_call>',
+        keep: bool = True,
     ):
-        self.replies, self.latency, self.after = replies, latency, after
+        self.replies, self.latency, self.after, self.keep = replies, latency, after, keep
         self.calls: list[list[dict]] = []
+        self.n = 0
 
     async def complete(self, messages, tools=None) -> Completion:
-        n = len(self.calls)
-        self.calls.append([dict(m) for m in messages])
+        n, self.n = self.n, self.n + 1
+        if self.keep:
+            self.calls.append([dict(m) for m in messages])
         wait = self.latency(n) if callable(self.latency) else self.latency
         if wait:
             await asyncio.sleep(wait)
@@ -112,7 +115,7 @@ def retryable(error: Exception) -> bool:
     status = getattr(error, "status_code", None)
     if isinstance(status, int):
         return status in RETRY_STATUS or status >= 500
-    if isinstance(error, (TimeoutError, ConnectionError)):
+    if isinstance(error, (TimeoutError, asyncio.TimeoutError, ConnectionError)):
         return True
     return bool(_RETRY_WORDS.search(f"{type(error).__name__} {error}"))
 
@@ -180,8 +183,7 @@ class OpenAIChatModel:
             try:
                 async with self._slots:
                     self.requests += 1
-                    async with asyncio.timeout(self.timeout):
-                        reply = await self._stream(messages, tools)
+                    reply = await asyncio.wait_for(self._stream(messages, tools), self.timeout)
                 reply.attempts = attempt
                 return reply
             except Exception as e:  # noqa: BLE001 - every failure is classified below
