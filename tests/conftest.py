@@ -12,6 +12,11 @@ os.environ.setdefault(
     else tempfile.mkdtemp(prefix="rbjax-test-jax-cache-"),
 )
 
+# Cache every program, not only those that took a second to compile: the CLI, notebook and wheel tests start
+# fresh processes that would otherwise compile the same many small programs again (train ppo: 24 s -> 17 s).
+os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
+os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES", "0")
+
 import jax  # noqa: E402
 import pytest
 

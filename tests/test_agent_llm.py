@@ -382,3 +382,30 @@ def test_agents_run_flag_errors_are_one_line(tmp_path, monkeypatch):
         with pytest.raises(SystemExit) as e:
             main(["agents", "run", "--model", "m", "--out", str(tmp_path / "x"), "--days", "2", *extra])
         assert message in str(e.value) and "\n" not in str(e.value)
+
+
+def test_the_native_protocol_sends_tools_and_answers_in_tool_messages(env, params, keys, tmp_path):
+    from rbjax.agents.llm import Completion
+    from rbjax.agents.parse import ToolCall
+
+    code = "inv = view_inventory()\nresult = inv['total_skus']"
+
+    def reply(messages, n):
+        if turn_of(messages) == 0:
+            calls = [ToolCall("execute_code", {"code": code}, "c1"), ToolCall("view_notes", {}, "c2")]
+            return Completion("", tool_calls=calls)
+        return Completion("done", tool_calls=[ToolCall("end_today", {}, "c3")])
+
+    model = ScriptedModel(reply)
+    _, tools, *_ = play(
+        env, params, keys, tmp_path, "react", model=model, days=1, rules=Rules(protocol="native")
+    )
+    first, second = model.calls[0], model.calls[1]
+    assert "<tools>" not in first[0]["content"] and "function calling" in first[0]["content"]
+    assert len(model.last_tools) == 21 and model.last_tools[0]["type"] == "function"
+    assert [c["id"] for c in second[1]["tool_calls"]] == ["c1", "c2"]
+    assert [(m["role"], m["tool_call_id"]) for m in second[2:4]] == [("tool", "c1"), ("tool", "c2")]
+    assert "96" in second[2]["content"]  # execute_code's result
+    # runner 2 + execute_code + view_notes + end_today direct; view_inventory inside execute_code
+    assert tools["direct_tools_per_day"].tolist() == [5.0] * STORES
+    assert tools["total_tools_per_day"].tolist() == [6.0] * STORES

@@ -32,11 +32,6 @@ from rbjax.agents.specs import TOOL_NAMES, openai_functions
 
 FRAMEWORKS = ("react", "reflection", "plan_and_act")
 WRITE_TOOLS = ("place_order", "modify_sku_price", "set_shelf_skus")
-NATIVE_TOOLS_BLOCK = (
-    "## Your job\nStudy the data, decide, act, and close the day with end_today. The aim: more profit while "
-    "the store keeps running steadily.\n\n## Tools\nCall the tools you are given through function calling."
-    "\n\n## Ending the day\nWhen you are done for today you MUST call end_today."
-)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -77,12 +72,7 @@ class LLMAgent:
         self.framework, self.model, self.prompts, self.rules, self.log = framework, model, prompts, rules, log
         self.tool_names, self.init_funds, self.rent = tuple(tool_names), init_funds, rent
         self.catalog = catalog_text(catalog, prompts.catalog_head)
-        self.system = prompts.system(framework, rent, self.tool_names)
-        if rules.protocol == "native":
-            self.system = self.system.replace(
-                prompts.tools_block.format(tools="\n".join(json.dumps(f) for f in self._functions())),
-                NATIVE_TOOLS_BLOCK,
-            )
+        self.system = prompts.system(framework, rent, self.tool_names, native=rules.protocol == "native")
         self.memory = {"reflection": "", "actions": [], "end_text": ""}
         self.total_tokens, self.total_requests = 0, 0  # over the run, every call included
         self._new_day()
@@ -124,7 +114,8 @@ class LLMAgent:
             reflection = await self._reflect(result.text)
         self.memory["actions"], self.memory["end_text"] = self.actions_today, result.text
         if self.log is not None:
-            self.log.day(today.day + 1, self.usage, self.requests, self.turns, self.round, reflection)
+            calls = (store.direct_calls, store.calls)
+            self.log.day(today.day + 1, self.usage, self.requests, self.turns, self.round, reflection, calls)
 
     def state(self) -> dict:
         return json.loads(json.dumps(self.memory))

@@ -67,7 +67,8 @@ class ScriptedModel:
 
     A reply is text, a ``Completion``, or an exception to raise (as ``ChatError``). ``latency`` seconds
     (a number, or ``fn(call) -> seconds``) pass before each reply. After the list runs out every reply is
-    ``after``. ``calls`` keeps the messages of every request (``keep=False``: only their count, ``n``).
+    ``after``. ``calls`` keeps the messages of every request (``keep=False``: only their count, ``n``),
+    ``last_tools`` the last request's tools.
     """
 
     def __init__(
@@ -79,10 +80,10 @@ class ScriptedModel:
     ):
         self.replies, self.latency, self.after, self.keep = replies, latency, after, keep
         self.calls: list[list[dict]] = []
-        self.n = 0
+        self.n, self.last_tools = 0, None
 
     async def complete(self, messages, tools=None) -> Completion:
-        n, self.n = self.n, self.n + 1
+        n, self.n, self.last_tools = self.n, self.n + 1, tools
         if self.keep:
             self.calls.append([dict(m) for m in messages])
         wait = self.latency(n) if callable(self.latency) else self.latency

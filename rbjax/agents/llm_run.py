@@ -61,8 +61,11 @@ class AgentLog:
             }
         )
 
-    def day(self, day: int, usage: Usage, requests: int, turns: int, rounds: int, reflection) -> None:
+    def day(self, day, usage: Usage, requests, turns, rounds, reflection, calls: tuple[int, int]) -> None:
+        """The day's record: tokens, requests, turns, tool calls (direct, all), Plan-and-Act's rounds, the
+        reflection call's tokens."""
         rec = {"store": self.store, "day": day, **usage.as_dict(), "requests": requests, "turns": turns}
+        rec["direct_tool_calls"], rec["tool_calls"] = calls
         if rounds:
             rec["rounds"] = rounds
         if reflection is not None:
@@ -223,19 +226,18 @@ def run_llm_agents(
 
 
 def tool_token_table(out: str, stores: int) -> pd.DataFrame:
-    """Per store: days played, direct and all tool calls per day, tokens per day (the paper's last columns)."""
+    """Per store, from its ``tokens.jsonl``: direct and all tool calls per day, tokens per day (the paper's
+    last columns), and the requests sent."""
     rows = []
     for s in range(stores):
-        folder = os.path.join(out, f"store_{s}")
-        calls = read(os.path.join(folder, "tool_calls.jsonl"), timing=False)
-        tokens = read(os.path.join(folder, "tokens.jsonl"), timing=False)
-        days = max(sum(r["tool"] == "end_today" for r in calls), 1)
+        days = read(os.path.join(out, f"store_{s}", "tokens.jsonl"))
+        n = max(len(days), 1)
         rows.append(
             {
-                "direct_tools_per_day": sum(r["call_source"] == "direct" for r in calls) / days,
-                "total_tools_per_day": len(calls) / days,
-                "tokens_per_day": sum(t["total_tokens"] for t in tokens) / days,
-                "requests": sum(t["requests"] for t in tokens),
+                "direct_tools_per_day": sum(d["direct_tool_calls"] for d in days) / n,
+                "total_tools_per_day": sum(d["tool_calls"] for d in days) / n,
+                "tokens_per_day": sum(d["total_tokens"] for d in days) / n,
+                "requests": sum(d["requests"] for d in days),
             }
         )
     return pd.DataFrame(rows, index=pd.RangeIndex(stores, name="store"))

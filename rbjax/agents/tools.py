@@ -61,12 +61,13 @@ class StoreTools:
         self.news_today: list[dict] = []
         self.news_remain = None  # yesterday's remaining days per news slot
         self.turn = 0
-        self.calls = 0
+        self.calls = 0  # today's tool calls, inner execute_code calls and end_today included
+        self.direct_calls = 0  # today's calls but the inner ones
 
     # ------------------------------------------------------------------ the day
     def begin_day(self, today: Today) -> None:
         """A new morning: a fresh draft, today's news items (ids kept while an item stays on the list)."""
-        self.today, self.turn, self.calls = today, 0, 0
+        self.today, self.turn, self.calls, self.direct_calls = today, 0, 0, 0
         self.draft = DayDraft(self, self.pay, self.max_lines)
         items = []
         for n in range(len(today.news_mode)):
@@ -115,6 +116,7 @@ class StoreTools:
         start = time.perf_counter()
         index = self.calls
         self.calls += 1
+        self.direct_calls += source == "direct"
         try:
             if name not in TOOL_NAMES:
                 raise ToolError(f"Unknown tool: {name}")
@@ -211,6 +213,7 @@ class StoreTools:
         payload, text = self._end_today_text(info, after)
         index = self.calls
         self.calls += 1
+        self.direct_calls += 1
         self.today = after  # the trace's date and funds are the next morning's
         self.draft = DayDraft(self, self.pay, self.max_lines)
         if self.trace is not None:
