@@ -6,6 +6,7 @@ import os
 
 import jax
 import numpy as np
+import pandas as pd
 import pytest
 
 import rbjax
@@ -155,3 +156,30 @@ def test_a_scripted_agent_day_is_recorded_in_the_ledger_and_trace(env, agent_par
         assert [a == b for a, b in zip(ids, next_ids)] == (remain >= 1).tolist()
     sold = sum(int(i.sold[:3].sum()) for _, i in records[0])
     assert sold == int(led.units[env.config.history_days : led.filled, :3].sum()) > 0
+
+
+def test_the_oracles_diagnostics_through_the_tools_follow_from_its_rules(cli_runs, capsys):
+    from rbjax.cli import main
+
+    a, _ = cli_runs
+    main(["agents", "diagnose", str(a)])
+    printed = capsys.readouterr().out
+    assert "paper row: Oracle (quality_based)" in printed
+    table = pd.read_csv(a / "four_stage_metrics.csv", index_col="store")
+    assert len(table) == STORES and (a / "four_stages.png").exists()
+    assert (table["s1_acted_skus_per_day"] == 40.0).all()  # two products of each of 20 categories, daily
+    assert (table["s1_missed_high_demand_rate"] == 0.0).all()
+    assert (table["s3_quality_rank"] == 1.0).all() and (table["s3_quality_first_rate"] == 1.0).all()
+    # the reference oracle's evidence: quotes and sales before a price, the inventory too before an order
+    assert (table["s2_query_depth_orders"] == 0.75).all() and (table["s2_query_depth_prices"] == 0.5).all()
+    assert (table["s2_missing_critical_evidence_rate"] == 1.0).all()
+    # acting on the same products every day: only the last day's events go unfollowed
+    assert (table["s4_focus_continuity"] == 1.0).all()
+    assert np.allclose(table["s4_follow_up_action_rate_7d"], 1 - 1 / DAYS, atol=0.01)
+    run_metrics = pd.read_csv(a / "run_metrics.csv", index_col="store")
+    assert (run_metrics["survival_days"] == DAYS).all() and "direct_tools_per_day" in run_metrics
+    main(["agents", "diagnose", str(a), "--oracle-convention"])
+    table = pd.read_csv(a / "four_stage_metrics.csv", index_col="store")
+    assert (table["s2_query_depth"] == 1.0).all() and (
+        table["s2_missing_critical_evidence_rate"] == 0.0
+    ).all()

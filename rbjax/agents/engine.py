@@ -23,6 +23,8 @@ from rbjax.state import Action, OrderLines
 class AgentEngine:
     """B stores; ``step(actions)`` steps those in ``actions`` ({store: draft action}), the rest stay.
 
+    The device batch is ``batch_bucket(B)`` stores (runs of 4, 5 or 8 stores share one compilation).
+
     Everything returned is numpy. ``max_lines``: order lines per store-day (``OrderLines`` length L).
     """
 
@@ -30,8 +32,10 @@ class AgentEngine:
         env.check_params(params)
         self.env, self.params, self.max_lines = env, params, max_lines
         self.B = int(keys.shape[0])
+        self.padded = batch_bucket(self.B)  # the engine's batch: a few sizes, so a few compilations
+        keys = jnp.concatenate([keys, jnp.repeat(keys[-1:], self.padded - self.B, axis=0)])
         k_reset, self.k_run = jnp.moveaxis(jax.vmap(jax.random.split)(keys), 1, 0)
-        self.seeds = [int(x) for x in np.asarray(jax.random.key_data(self.k_run))[:, -1]]
+        self.seeds = [int(x) for x in np.asarray(jax.random.key_data(self.k_run))[: self.B, -1]]
         self.programs = _programs(env)
         self.obs, self.state, opening = self.programs["reset"](k_reset, params)
         self.opening = jax.device_get(opening)
@@ -102,7 +106,7 @@ class AgentEngine:
 
     def step(self, actions: dict[int, dict]) -> dict[int, tuple]:
         """Step the stores in ``actions`` once; returns {store: (DayInfo row, DayDetail row)} in numpy."""
-        B, J, L = self.B, self.env.config.num_products, self.max_lines
+        B, J, L = self.padded, self.env.config.num_products, self.max_lines
         active = np.zeros(B, bool)
         price = np.asarray(self.host["prices"]).copy()
         shelf = np.asarray(self.host["shelf"]).copy()
@@ -168,6 +172,12 @@ class AgentEngine:
             _POLICIES[spec] = (env, jax.jit(jax.vmap(one, in_axes=(None, None, 0, 0, 0))))
         fn = _POLICIES[spec][1]
         return jax.device_get(fn(policy_params, self.params, self.k_run, self.obs, self.state))
+
+
+def batch_bucket(stores: int) -> int:
+    """The engine's batch for ``stores`` stores: the next power of two, at least 8. The extra stores copy the
+    last one and are never stepped (a store's results do not depend on its batch)."""
+    return max(8, 1 << (max(stores, 1) - 1).bit_length())
 
 
 _PROGRAMS: dict = {}

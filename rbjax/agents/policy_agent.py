@@ -1,10 +1,11 @@
 """Any rbjax policy driven through the tools, calling them as an agent would.
 
 Each morning the policy's ``Action`` for the store (the one ``rollout`` would compute, same keys) becomes
-the calls: today's news, the sales history and quotes of the products it acts on, the inventory, one
-``modify_sku_price`` per price call, ``set_shelf_skus`` when the shelf changes, one single-line
-``place_order`` per order line in the action's call order (``Action.order_rank``, then supplier), then
-``end_today``. The engine then steps the same day as ``rollout`` would, bit for bit.
+the calls, in the order the reference's oracle makes them: today's news, the sales history and quotes of
+the products it acts on, one ``modify_sku_price`` per price call, the inventory, ``set_shelf_skus`` when
+the shelf changes, one single-line ``place_order`` per order line in the action's call order
+(``Action.order_rank``, then supplier), then ``end_today``. The engine then steps the same day as
+``rollout`` would, bit for bit.
 """
 
 from __future__ import annotations
@@ -40,13 +41,12 @@ def policy_calls(action, today, names) -> list[tuple[str, dict]]:
         calls.append(
             ("view_sales_profit_history", {"sku_ids": sku(acted), "start_date": start, "end_date": end})
         )
-    if ordered:
-        calls.append(("view_current_date_supplier_prices", {"sku_ids": sku(ordered)}))
-    calls.append(("view_inventory", {}))
+        calls.append(("view_current_date_supplier_prices", {"sku_ids": sku(acted)}))
     calls += [
         ("modify_sku_price", {"sku_id": names.skus[j], "new_price": float(price[j])})
         for j in np.flatnonzero(priced)
     ]
+    calls.append(("view_inventory", {}))
     shelf = np.asarray(action.shelf, bool)
     if not np.array_equal(shelf, today.shelf):
         calls.append(("set_shelf_skus", {"sku_ids": sku(np.flatnonzero(shelf))}))

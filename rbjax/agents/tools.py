@@ -13,7 +13,7 @@ import time
 
 import numpy as np
 
-from rbjax.agents import news_text, sandbox, views
+from rbjax.agents import diag_fields, news_text, sandbox, views
 from rbjax.agents.draft import DayDraft
 from rbjax.agents.formats import ToolError, error_text, hex_id, num
 from rbjax.agents.ledger import StoreLedger, Today
@@ -126,12 +126,19 @@ class StoreTools:
             text = error_text(name, e)
             payload, ok = {"error": text}, False
         if self.trace is not None:
-            self.trace.write(
-                record(
-                    self, name, args, payload, text, ok, time.perf_counter() - start, index, issued_by, source
-                )
+            rec = record(
+                self, name, args, payload, text, ok, time.perf_counter() - start, index, issued_by, source
             )
+            if ok and name in ("place_order", "modify_sku_price"):
+                rec["rb_diag"] = self._diagnostic(name, args)
+            self.trace.write(rec)
         return ToolResult(text=text, payload=payload, ok=ok)
+
+    def _diagnostic(self, name: str, args: dict):
+        """The hidden ``rb_diag`` of an executed action (``diag_fields``); never shown to the agent."""
+        if name == "place_order":
+            return diag_fields.order_lines(self, args["items"], self.names.supplier(args["supplier_id"]))
+        return diag_fields.price_update(self, args["sku_id"])
 
     def _run(self, name: str, args: dict, index: int):
         if not isinstance(args, dict):

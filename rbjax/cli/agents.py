@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import time
@@ -62,6 +63,9 @@ def main(args) -> None:
         f"({elapsed:.1f} s including compilation, {args.stores * args.days / elapsed:,.1f} agent-days/s)"
     )
     save_records(os.path.join(args.out, "records.npz"), rec)
+    settings = dict(model=args.model, framework="policy", stores=args.stores, days=args.days, seed=args.seed)
+    with open(os.path.join(args.out, "run.json"), "w") as f:
+        json.dump(settings | {"grouping": args.grouping}, f, indent=1)
     report(args, rec, params)
 
 
@@ -174,6 +178,60 @@ def summary(args, rec, tools) -> None:
         )
 
 
+def diagnose(args) -> None:
+    """``rbjax agents diagnose DIR...``: per run folder run_metrics.csv and four_stage_metrics.csv, a summary
+    beside the paper's row, and one figure of the four stages of every run."""
+    import numpy as np
+
+    from rbjax.agents import diagnostics
+    from rbjax.data import CatalogError, load_catalog
+    from rbjax.runners import metrics, paper
+    from rbjax.state import DayInfo
+
+    try:
+        catalog = load_catalog(args.data)
+    except CatalogError as e:
+        raise fail(f"--data: {e}") from None
+    for run in args.runs:  # the CSVs go into the run folders: check them before any work
+        if not os.path.isdir(run) or not os.access(run, os.W_OK):
+            raise fail(f"{run}: not a writable run folder")
+    tables, papers = {}, {}
+    for run in args.runs:
+        settings = {}
+        if os.path.exists(os.path.join(run, "run.json")):
+            with open(os.path.join(run, "run.json")) as f:
+                settings = json.load(f)
+        group = catalog.category_ref19 if settings.get("grouping") == "ref19" else catalog.category
+        categories = {u: int(g) for u, g in zip(catalog.upc, group)}
+        # the reference's oracle script has no runner making morning calls: for policies they are left out
+        runner = not args.no_runner_calls and settings.get("framework") != "policy"
+        try:
+            table = diagnostics.diagnose(run, categories, runner, args.oracle_convention)
+        except ValueError as e:
+            raise fail(str(e)) from None
+        table.to_csv(os.path.join(run, "four_stage_metrics.csv"))
+        records = os.path.join(run, "records.npz")
+        if os.path.exists(records):
+            with np.load(records) as npz:
+                main_table = metrics.store_metrics(DayInfo(**{k: npz[k] for k in npz.files}))
+            rates = ["direct_tools_per_day", "total_tools_per_day"] + ["tokens_per_day"] * (
+                "tokens_per_day" in table
+            )
+            main_table.join(table[rates]).to_csv(os.path.join(run, "run_metrics.csv"), index_label="store")
+        model, framework = settings.get("model", "?"), settings.get("framework", "?")
+        found = paper.four_stage_row(model, framework)
+        label = f"{os.path.basename(os.path.normpath(run))} ({model}, {framework})"
+        print(f"{label}: {len(table)} stores; paper row: {found[0] if found else 'none'}")
+        print(diagnostics.format_summary(diagnostics.summarize(table, found[1] if found else None)))
+        tables[label] = table
+        if found:
+            papers[f"{found[0]}, paper"] = found[1]
+    out = args.out or args.runs[0]
+    figure = os.path.join(out, "four_stages.png")
+    diagnostics.plot_stages(tables, papers).savefig(figure, dpi=110)
+    print(f"wrote four_stage_metrics.csv and run_metrics.csv in each run folder, and {figure}")
+
+
 def add(sub) -> None:
     from rbjax.agents.frameworks import FRAMEWORKS
     from rbjax.cli.common import add_env_flags
@@ -231,3 +289,18 @@ def add(sub) -> None:
     r.add_argument("--code-timeout", type=float, default=30.0, help="seconds an execute_code call may run")
     add_env_flags(r)
     r.set_defaults(func=main, devices=1)
+    d = cmd.add_parser("diagnose", help="the paper's four-stage diagnostics of agent runs; CSVs and a figure")
+    d.add_argument("runs", nargs="+", metavar="DIR", help="folders written by `rbjax agents run`")
+    d.add_argument("--out", default=None, help="folder for four_stages.png (default: the first DIR)")
+    d.add_argument(
+        "--oracle-convention",
+        action="store_true",
+        help="query depth 1 and missing evidence 0 (the paper's oracle)",
+    )
+    d.add_argument(
+        "--no-runner-calls",
+        action="store_true",
+        help="leave the runner's morning views out (always for policy runs: the reference's oracle has no runner)",
+    )
+    d.add_argument("--data", default=None, help="catalogue folder (default: the shipped catalogue)")
+    d.set_defaults(func=diagnose, devices=1)

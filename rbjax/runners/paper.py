@@ -272,3 +272,52 @@ ORACLE_NET_WORTH = np.array(
         131510.42,
     ]
 )
+
+# the four-stage diagnostics of every run (four_stage_metrics.csv): (model, framework) -> the columns of
+# rbjax.agents.diagnostics.COLUMNS; the oracle's query depth and missing evidence are its raw values (the
+# paper sets them to 1 and 0 by convention)
+_FOUR_STAGE_FIELDS = (
+    "s1_acted_skus_per_day s1_missed_high_demand_rate s2_query_depth s2_missing_critical_evidence_rate "
+    "s3_price_distance_pct s3_quality_rank s3_price_first_rate s3_quality_first_rate "
+    "s4_follow_up_action_rate_7d s4_unresolved_event_rate s3_action_correction_rate"
+).split()
+_FOUR_STAGE = """
+MiniMax-M2.5 react 3.2623 0.7447 0.7401 0.8860 32.7990 3.4128 0.5688 0.1972 0.3947 0.0292 0.1447
+MiniMax-M2.5 reflection 2.6071 0.8033 0.4662 0.9549 36.2566 3.4295 0.5256 0.1859 0.1967 0.0237 0.1148
+MiniMax-M2.5 plan_and_act 2.3973 0.7771 0.7852 0.7236 26.9893 3.4551 0.5899 0.1404 0.3266 0.0170 0.1759
+DeepSeek-V4-Pro react 5.3889 0.4527 0.9316 0.2559 26.8556 3.4371 0.5706 0.1915 0.5436 0.0006 0.2201
+DeepSeek-V4-Pro reflection 9.6702 0.4171 0.8455 0.4526 38.6649 3.2717 0.5106 0.2370 0.7389 0.0068 0.1807
+DeepSeek-V4-Pro plan_and_act 7.8889 0.3286 0.9279 0.2190 25.4611 3.2872 0.5570 0.2326 0.7316 0.0028 0.2705
+GLM-5.1 react 0.9500 0.8818 0.8333 0.5185 36.4941 2.5532 0.1702 0.3191 0.0864 0.1737 0.1646
+GLM-5.1 reflection 1.3878 0.7346 0.1817 0.9585 40.3257 3.8171 0.6707 0.1098 0.3218 0.4195 0.2595
+GLM-5.1 plan_and_act 0.9464 0.8065 0.6368 0.7547 24.1145 2.0000 0.1200 0.5600 0.0000 0.6406 0.2830
+Kimi-K2.6 react 3.4538 0.6167 0.9052 0.3104 22.0675 3.8930 0.8135 0.1254 0.4356 0.0082 0.2453
+Kimi-K2.6 reflection 3.2727 0.6020 0.9678 0.1142 23.6262 3.7857 0.8175 0.1825 0.8324 0.0000 0.1109
+Kimi-K2.6 plan_and_act 3.0899 0.5439 0.9353 0.2492 28.3540 3.3855 0.5531 0.1676 0.5335 0.0042 0.1581
+Qwen3.5-397B-A17B react 5.8800 0.6273 0.8524 0.4683 36.9024 3.4810 0.6540 0.1315 0.3665 0.0310 0.1429
+Qwen3.5-397B-A17B reflection 4.4648 0.7129 0.7552 0.7964 26.4475 3.5031 0.6188 0.1688 0.3353 0.0138 0.1617
+Qwen3.5-397B-A17B plan_and_act 3.7800 0.7164 0.8895 0.3534 34.9793 3.6364 0.4682 0.1318 0.5388 0.0188 0.0884
+Grok-4.3 react 1.2414 0.8022 0.5660 1.0000 110.7926 3.3662 0.5493 0.1408 0.2917 0.0667 0.1667
+Grok-4.3 reflection 2.4706 0.6742 0.6302 0.9236 33.8051 3.6034 0.5345 0.1207 0.6042 0.0303 0.1597
+Grok-4.3 plan_and_act 1.8333 0.5500 0.5824 1.0000 56.8209 3.0333 0.3500 0.2333 0.0220 0.6111 0.1648
+GPT-5.5 react 5.1167 0.4993 0.9922 0.0311 17.9164 2.6941 0.4552 0.3465 0.4443 0.0042 0.4444
+Oracle quality_based 38.0000 0.0000 0.5395 1.0000 1.9841 1.0000 0.0592 1.0000 0.9936 0.0040 0.8863
+"""
+FOUR_STAGE = {
+    (model, framework): dict(zip(_FOUR_STAGE_FIELDS, map(float, values)))
+    for model, framework, *values in (line.split() for line in _FOUR_STAGE.strip().splitlines())
+}
+for _row in FOUR_STAGE.values():
+    _row["s3_supplier_quality_score"] = (5 - _row["s3_quality_rank"]) / 4
+
+
+def four_stage_row(model: str, framework: str) -> tuple[str, dict] | None:
+    """The paper's four-stage row of ``framework`` by the model ``model`` names (as ``run_row``); the
+    oracle's for ``policy:oracle``."""
+    if model == "policy:oracle":
+        return "Oracle (quality_based)", FOUR_STAGE[("Oracle", "quality_based")]
+    lowered = model.lower()
+    for (name, fw), row in FOUR_STAGE.items():
+        if fw == framework and name.lower() in lowered:
+            return f"{name} ({fw})", row
+    return None
