@@ -1,6 +1,6 @@
 """The paper's four-stage diagnostic table for rbjax's policies driven through the agent tools.
 
-    python benchmarks/diagnostics.py [--stores 8] [--days 180] [--grouping ref19]
+    python benchmarks/diagnostics.py [--stores 8] [--days 180] [--grouping ref19] [--policies oracle,ppo]
 
 Runs the oracle, the shipped PPO policy (greedy) and the classic baselines through the tools (as
 ``rbjax agents run --model policy:NAME`` does), computes the diagnostics of every store
@@ -43,7 +43,7 @@ def run(env, name: str, stores: int, days: int, folder: str) -> pd.DataFrame:
     keys = jax.random.split(jax.random.key(0), stores)
     run_policy_agents(env, params, policy, policy_params, keys, out=folder)
     categories = {u: env.catalog.category_names[c] for u, c in zip(env.catalog.upc, _grouping(env))}
-    return diagnostics.diagnose(folder, categories)
+    return diagnostics.diagnose(folder, categories, include_runner=False)  # as `agents diagnose` for policies
 
 
 def _grouping(env):
@@ -56,12 +56,14 @@ def main() -> None:
     ap.add_argument("--stores", type=int, default=8)
     ap.add_argument("--days", type=int, default=180)
     ap.add_argument("--grouping", choices=["20", "ref19"], default="20")
+    ap.add_argument("--policies", default=",".join(POLICIES))
+    ap.add_argument("--out", default=str(OUT))
     args = ap.parse_args()
     catalog = rbjax.load_catalog()
     env = rbjax.Env(EnvConfig.from_catalog(catalog, grouping=args.grouping), catalog)
     tables, rows = {}, []
     with tempfile.TemporaryDirectory() as tmp:
-        for name in POLICIES:
+        for name in args.policies.split(","):
             tables[name] = run(env, name, args.stores, args.days, f"{tmp}/{name}")
             summary = diagnostics.summarize(tables[name])
             rows.append(
@@ -80,13 +82,14 @@ def main() -> None:
             }
         )
     table = pd.DataFrame(rows)
-    OUT.mkdir(exist_ok=True)
-    table.to_csv(OUT / "diagnostics.csv", index=False)
+    out = Path(args.out)
+    out.mkdir(exist_ok=True)
+    table.to_csv(out / "diagnostics.csv", index=False)
     text = markdown_table(table)
-    (OUT / "diagnostics.md").write_text(text)
+    (out / "diagnostics.md").write_text(text)
     papers = {f"{m} (paper)": paper.FOUR_STAGE[(m, f)] for m, f in PAPER_ROWS[:2]}
     fig = diagnostics.plot_stages({f"{n} (rbjax)": t for n, t in tables.items()}, papers)
-    fig.savefig(OUT / "four_stages.png", dpi=110)
+    fig.savefig(out / "four_stages.png", dpi=110)
     print(text)
 
 

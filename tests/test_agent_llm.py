@@ -9,6 +9,7 @@ import re
 
 import jax
 import numpy as np
+import pandas as pd
 import pytest
 
 from rbjax.agents.frameworks import Rules, _trim
@@ -365,6 +366,14 @@ def test_agents_run_against_a_local_openai_compatible_server(env, tmp_path, monk
     for path in out.rglob("*"):
         if path.is_file():
             assert b"sk-test-e2e-secret" not in path.read_bytes(), path
+    main(["agents", "diagnose", str(out)])  # the diagnostics of the run: one order of one product a day
+    assert "paper row: GPT-5.5 (react)" in capsys.readouterr().out
+    stages = pd.read_csv(out / "four_stage_metrics.csv", index_col="store")
+    assert (stages["s1_acted_skus_per_day"] == 1.0).all() and (stages["s2_query_depth_orders"] == 0.0).all()
+    assert np.allclose(stages["s4_follow_up_action_rate_7d"], 2 / 3) and (stages["tokens_per_day"] > 0).all()
+    assert (
+        stages["direct_tools_per_day"] == 5.0
+    ).all()  # 2 runner views, the order, the inventory, end_today
 
 
 def test_agents_run_flag_errors_are_one_line(tmp_path, monkeypatch):

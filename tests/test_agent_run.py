@@ -183,3 +183,18 @@ def test_the_oracles_diagnostics_through_the_tools_follow_from_its_rules(cli_run
     assert (table["s2_query_depth"] == 1.0).all() and (
         table["s2_missing_critical_evidence_rate"] == 0.0
     ).all()
+
+
+def test_the_oracle_acts_on_38_products_a_day_under_the_reference_labels(tmp_path):
+    from rbjax.agents.diagnostics import diagnose
+    from rbjax.config import EnvConfig
+
+    catalog = rbjax.load_catalog()
+    env = rbjax.Env(EnvConfig.from_catalog(catalog, grouping="ref19"), catalog)
+    params = env.default_params().replace(horizon=np.int32(3))
+    oracle, defaults = rbjax.policies.oracle, rbjax.policies.OracleParams.default()
+    run_policy_agents(
+        env, params, oracle, defaults, jax.random.split(jax.random.key(1), 2), out=str(tmp_path)
+    )
+    table = diagnose(str(tmp_path), include_runner=False)
+    assert (table["s1_acted_skus_per_day"] == 38.0).all()  # two products of each of the 19 labels
