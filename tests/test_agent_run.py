@@ -185,16 +185,16 @@ def test_the_oracles_diagnostics_through_the_tools_follow_from_its_rules(cli_run
     ).all()
 
 
-def test_the_oracle_acts_on_38_products_a_day_under_the_reference_labels(tmp_path):
-    from rbjax.agents.diagnostics import diagnose
-    from rbjax.config import EnvConfig
+def test_the_oracle_manages_two_products_per_label_40_or_38():
+    """Through the tools the oracle acts on every managed product every day (40 under 20 categories, the
+    diagnostics test above); its shelf plan manages two per label: 40 of 20 categories, 38 of 19 labels."""
+    from types import SimpleNamespace
+
+    from rbjax.policies.oracle import shelf_plan
 
     catalog = rbjax.load_catalog()
-    env = rbjax.Env(EnvConfig.from_catalog(catalog, grouping="ref19"), catalog)
-    params = env.default_params().replace(horizon=np.int32(3))
-    oracle, defaults = rbjax.policies.oracle, rbjax.policies.OracleParams.default()
-    run_policy_agents(
-        env, params, oracle, defaults, jax.random.split(jax.random.key(1), 2), out=str(tmp_path)
-    )
-    table = diagnose(str(tmp_path), include_runner=False)
-    assert (table["s1_acted_skus_per_day"] == 38.0).all()  # two products of each of the 19 labels
+    profit = jax.random.uniform(jax.random.key(3), (len(catalog.upc),))
+    for labels, managed in ((catalog.category, 40), (catalog.category_ref19, 38)):
+        obs = SimpleNamespace(category=jax.numpy.asarray(labels), history_profit=profit, shelf_capacity=40)
+        plan, _ = shelf_plan(rbjax.policies.OracleParams.default(), obs)
+        assert int(plan.sum()) == managed

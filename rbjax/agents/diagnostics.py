@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -298,14 +299,17 @@ def plot_stages(runs: dict[str, pd.DataFrame], papers: dict[str, dict] | None = 
     for ax, (stage, scores) in zip(axes, STAGE_PANELS.items()):
         for i, (label, table, hatched) in enumerate(series):
             values = np.array([[f(r) for f in scores.values()] for _, r in table.iterrows()], np.float64)
-            mean = np.nanmean(values, 0)
-            sd = np.nanstd(values, 0, ddof=1) if len(values) > 1 else None
+            with warnings.catch_warnings():  # a metric without a value (no price updates) stays empty
+                warnings.simplefilter("ignore", RuntimeWarning)
+                mean = np.nanmean(values, 0)
+                sd = np.nanstd(values, 0, ddof=1) if len(values) > 1 else None
             x = np.arange(len(scores)) + (i - (len(series) - 1) / 2) * width
             ax.bar(x, mean, width, yerr=sd, label=label, hatch="//" if hatched else None, alpha=0.85)
         ax.set_xticks(np.arange(len(scores)), list(scores), rotation=20, ha="right")
         ax.set_title(stage)
         ax.set_ylim(0, 1.05)
     axes[0].set_ylabel("score (1 = best)")
-    axes[-1].legend(fontsize=8, loc="lower right")
-    fig.tight_layout()
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=min(len(series), 6), fontsize=8, frameon=False)
+    fig.tight_layout(rect=(0, 0.1, 1, 1))
     return fig
