@@ -165,14 +165,14 @@ class LLMAgent:
             return new, False, False, None, "error", [], str(e)
         calls, method = self._calls(reply)
         assistant = {"role": "assistant", "content": _joined(reply)}
-        if self._native and reply.tool_calls:
+        if self._native and reply.tool_calls and calls:  # the kept calls: each gets its tool message
             assistant["tool_calls"] = [
                 {
                     "id": c.id or f"call_{i}",
                     "type": "function",
                     "function": {"name": c.name, "arguments": json.dumps(c.arguments)},
                 }
-                for i, c in enumerate(reply.tool_calls)
+                for i, c in enumerate(calls)
             ]
         new, ok = [assistant], False
         if not calls:
