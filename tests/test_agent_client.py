@@ -174,3 +174,21 @@ def test_requests_in_flight_never_exceed_the_concurrency():
 
         replies = asyncio.run(go())
     assert [r.text for r in replies] == ["ok"] * 12 and peak[0] == 3
+
+
+def test_a_prompt_file_overrides_texts_and_an_unknown_field_is_refused(tmp_path):
+    from rbjax.agents.prompts import Prompts
+
+    path = tmp_path / "prompts.json"
+    path.write_text(json.dumps({"warnings": "- Mind the rent.", "role": {"react": "You keep a shop."}}))
+    prompts = Prompts.load(str(path))
+    assert prompts.warnings == "- Mind the rent." and prompts.closeout == Prompts().closeout
+    system = prompts.system("react", 600.0, ["view_notes", "end_today"])
+    assert system.startswith("You keep a shop.") and "Rent of 600 is charged" in system
+    assert '"name": "view_notes"' in system and '"name": "place_order"' not in system
+    assert prompts.role["plan_and_act"] == Prompts().role["plan_and_act"]  # the other frameworks keep theirs
+    native = prompts.system("react", 600.0, ["view_notes"], native=True)
+    assert "<tools>" not in native and "function calling" in native
+    path.write_text(json.dumps({"warning": "typo"}))
+    with pytest.raises(ValueError, match="unknown fields \\['warning'\\]"):
+        Prompts.load(str(path))

@@ -339,9 +339,12 @@ def test_agents_run_against_a_local_openai_compatible_server(env, tmp_path, monk
     out = tmp_path / "run"
     with ChatStub(script) as stub:
         flags = ["--base-url", stub.url, "--stores", "4", "--days", "3", "--timeout", "3", "--out", str(out)]
+        flags += ["--progress-seconds", "0.001"]
         main(["agents", "run", "--framework", "react", "--model", "local/GPT-5.5-stub", *flags])
-    printed = capsys.readouterr().out
+    captured = capsys.readouterr()
+    printed = captured.out
     assert "paper row: GPT-5.5 (react)" in printed and "tokens_per_day" in printed
+    assert "4/4 stores finished, 12 store-days" in captured.err and "requests/s" in captured.err
     assert all(h["authorization"] == "Bearer sk-test-e2e-secret" for h in stub.headers)
     rec = np.load(out / "records.npz")
     assert (rec["order_lines"] == 1).all() and (rec["ordered"][:, :, 5] == 25).all()

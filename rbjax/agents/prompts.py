@@ -3,8 +3,9 @@ order (the role, how the store behaves, how to act, the tools and the call forma
 day message with the status, the shelf, the catalogue and the warnings).
 
 Every text is a field of ``Prompts``; ``Prompts.load(path)`` overrides any of them from a JSON object
-(``{"field": "text"}``), so a user can run the reference's own wording, or an intervention, without code.
-Placeholders are ``str.format`` fields: ``{rent}``, ``{day}``, ``{tools}``, ...
+(``{"field": "text"}``; the per-framework fields ``role`` and ``analysis`` merge, ``{"role": {"react": ...}}``),
+so a user can run the reference's own wording, or an intervention, without code. Placeholders are
+``str.format`` fields: ``{rent}``, ``{day}``, ``{tools}``, ...
 """
 
 from __future__ import annotations
@@ -178,6 +179,10 @@ class Prompts:
         if not isinstance(override, dict) or set(override) - fields:
             unknown = sorted(set(override) - fields) if isinstance(override, dict) else "not an object"
             raise ValueError(f"prompt file {path}: unknown fields {unknown}; known: {sorted(fields)}")
+        for name, value in override.items():  # per-framework texts merge: override one framework's only
+            current = getattr(prompts, name)
+            if isinstance(current, dict) and isinstance(value, dict):
+                override[name] = {**current, **value}
         return dataclasses.replace(prompts, **override)
 
     def system(self, framework: str, rent: float, tool_names, native: bool = False) -> str:
