@@ -93,20 +93,26 @@ class LLMAgent:
         if self.framework == "plan_and_act":
             return await self._plan_and_act()
         funds, shelf = self._open(("view_funds_and_date", "view_shelf_status"))
-        p, day = self.prompts, today.day + 1
-        fields = dict(
-            day=day,
-            status=funds,
+        fields = self._day_fields(funds, shelf)
+        if self.framework == "react":
+            user = self.prompts.react_day.format(**fields)
+        else:
+            user = self.prompts.reflection_day.format(
+                memory=self.memory["reflection"] or "(none yet)", **fields
+            )
+        return (await self._turns(user, self.rules.max_turns))[1]
+
+    def _day_fields(self, status: str, shelf: str) -> dict:
+        """The placeholders every day message has."""
+        p = self.prompts
+        return dict(
+            day=self.today.day + 1,
+            status=status,
             shelf=shelf,
             catalog=self.catalog,
             warnings=p.warnings,
             closeout=p.closeout,
         )
-        if self.framework == "react":
-            user = p.react_day.format(**fields)
-        else:
-            user = p.reflection_day.format(memory=self.memory["reflection"] or "(none yet)", **fields)
-        return (await self._turns(user, self.rules.max_turns))[1]
 
     async def after_day(self, store, today, result) -> None:
         reflection = None
@@ -253,14 +259,7 @@ class LLMAgent:
                 ("view_funds_and_date", "view_inventory", "view_shelf_status")
             )
             plan = await self._plan(funds, shelf, inventory)
-            user = p.plan_day.format(
-                plan=plan,
-                status=funds,
-                shelf=shelf,
-                catalog=self.catalog,
-                warnings=p.warnings,
-                closeout=p.closeout,
-            )
+            user = p.plan_day.format(plan=plan, **self._day_fields(funds, shelf))
             ended, forced = await self._turns(user, self.rules.round_turns)
             if ended:
                 return forced
