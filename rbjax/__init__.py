@@ -11,7 +11,8 @@ from rbjax.env import Env
 from rbjax.params import EnvParams, World
 from rbjax.perf import devices
 from rbjax.runners import metrics
-from rbjax.runners.rollout import rollout
+from rbjax.runners.record_files import RecordsWriter
+from rbjax.runners.rollout import rollout, rollout_chunks
 from rbjax.runners.sweep import SweepResult, grid, sweep
 from rbjax.shipped import PPO_CHECKPOINT
 from rbjax.state import Action, EnvState, Observation
@@ -27,6 +28,7 @@ __all__ = [
     "Observation",
     "World",
     "PPO_CHECKPOINT",
+    "RecordsWriter",
     "SweepResult",
     "devices",
     "grid",
@@ -34,6 +36,7 @@ __all__ = [
     "metrics",
     "policies",
     "rollout",
+    "rollout_chunks",
     "sweep",
 ]
 __version__ = "0.1.0"

@@ -137,38 +137,35 @@ def test_cli_warns_and_runs_uncached_when_the_cache_is_not_writable(tmp_path, ca
     assert jax.config.jax_compilation_cache_dir == before
 
 
-def test_cli_exits_non_zero_when_a_store_ends_non_finite(tmp_path, monkeypatch, capsys):
-    """The per-store table is written, then one line and exit status 1 (rollout replaced by 3 fake stores)."""
+def test_cli_streams_chunks_and_exits_non_zero_when_a_store_ends_non_finite(tmp_path, monkeypatch, capsys):
+    """rollout_chunks replaced by 3 fake stores in chunks of 2 and 1: the per-store table and the streamed
+    records.npz hold all 3 stores in order, then one line and exit status 1 for the NaN store."""
     import numpy as np
 
     from rbjax.cli import main
     from rbjax.runners import rollout as rollout_module
     from rbjax.runners.records import DaySummary
+    from rbjax.runners.rollout import Chunk
 
-    def fake_rollout(env, policy, policy_params, env_params, keys, days, **kw):
-        shape = (len(keys), days)
-        zeros = np.zeros(shape, np.int32)
-        worth = np.full(shape, 30_000.0, np.float32)
-        worth[1, -1] = np.nan
-        fields = dict.fromkeys(DaySummary.__dataclass_fields__, zeros)
-        fields |= dict(net_worth=worth, funds=worth, alive=np.ones(shape, bool))
-        return DaySummary(**fields), None
+    shape = (3, 2)
+    worth = 30_000.0 + np.arange(6, dtype=np.float32).reshape(shape)
+    worth[1, -1] = np.nan
+    fields = dict.fromkeys(DaySummary.__dataclass_fields__, np.zeros(shape, np.int32))
+    whole = DaySummary(**fields | dict(net_worth=worth, funds=worth, alive=np.ones(shape, bool)))
 
-    monkeypatch.setattr(rollout_module, "rollout", fake_rollout)
+    def fake_chunks(env, policy, policy_params, env_params, keys, days, store_chunk=None, **kw):
+        assert len(keys) == 3 and days == 2 and store_chunk == 2
+        for start, stop in ((0, 2), (2, 3)):
+            yield Chunk(
+                start, stop, whole.replace(**{k: v[start:stop] for k, v in vars(whole).items()}), None
+            )
+
+    monkeypatch.setattr(rollout_module, "rollout_chunks", fake_chunks)
+    line = "--devices 1 run --policy null --stores 3 --days 2 --store-chunk 2 --records --out"
     with pytest.raises(SystemExit, match="1 of 3 stores ended with a non-finite"):
-        main(
-            [
-                "--devices",
-                "1",
-                "run",
-                "--policy",
-                "null",
-                "--stores",
-                "3",
-                "--days",
-                "2",
-                "--out",
-                str(tmp_path),
-            ]
-        )
-    assert (tmp_path / "null_stores.csv").exists()
+        main([*line.split(), str(tmp_path)])
+    table = pd.read_csv(tmp_path / "null_stores.csv")
+    assert table.store.tolist() == [0, 1, 2] and table.final_net_worth[2] == 30_005.0
+    saved = np.load(tmp_path / "records.npz")
+    assert np.array_equal(saved["net_worth"], worth, equal_nan=True) and saved["alive"].shape == shape
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []  # no scratch files left

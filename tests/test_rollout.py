@@ -1,12 +1,9 @@
-"""rbjax.runners.rollout: whole random-policy episodes, determinism, batch position, devices."""
-
-from pathlib import Path
+"""rbjax.runners.rollout: whole random-policy episodes, determinism, batch position, chunks of stores."""
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from helpers import run_script
 
 from rbjax.policies import RandomParams, random_policy
 from rbjax.runners.rollout import rollout
@@ -94,28 +91,64 @@ def test_a_store_does_not_depend_on_its_position_in_a_large_batch(env, params):
     assert np.asarray(rec.sold).sum() > 0
 
 
-SHARDED = """
-import sys
-sys.path.insert(0, TESTS)
-import jax, numpy as np
-import rbjax
-rbjax.devices.split_cpu(2)
-import golden
-from rbjax.policies import random_policy, RandomParams
-assert len(jax.devices()) == 2
-env = rbjax.Env()
-keys = jax.random.split(jax.random.key(golden.SEED), golden.STORES)[:3]    # odd: the sharded batch is padded
-rec, state = rbjax.rollout(env, random_policy, RandomParams.default(), env.default_params(), keys,
-                           days=golden.DAYS, records="full")
-expected = np.load(golden.FIXTURE)
-for name, value in golden.record_arrays(rec).items():
-    assert np.array_equal(value, expected[f"random/records/{name}"][:3]), name
-for name, value in golden.state_arrays(state).items():
-    assert np.array_equal(value, expected[f"random/state/{name}"][:3]), name
-print("identical")
-"""
+def _same(a, b) -> bool:
+    return all(jax.tree.leaves(jax.tree.map(lambda x, y: np.array_equal(x, y, equal_nan=True), a, b)))
 
 
-def test_sharded_rollout_equals_single_device():
-    """2 forced CPU devices (an odd batch, padded) give the golden fixture's one-device records and state."""
-    run_script(SHARDED.replace("TESTS", repr(str(Path(__file__).parent))), "identical")
+def test_chunks_of_stores_equal_one_batch(env, params, episodes, capsys):
+    """7 stores in chunks of 3 (the last padded) reuse the episodes' program and give each store the records
+    and final state it has in one batch: the keys are the episodes' three, reordered and repeated."""
+    keys = jax.random.split(jax.random.key(42), 3)
+    order = [0, 1, 2, 1, 2, 0, 2]
+    rec, final = rollout(
+        env,
+        random_policy,
+        RandomParams.default(),
+        params,
+        keys[np.array(order)],
+        days=180,
+        records="full",
+        store_chunk=3,
+        progress=90,
+    )
+    want = jax.tree.map(lambda x: np.asarray(x)[order], episodes)
+    assert isinstance(rec.sold, np.ndarray) and rec.sold.shape[:2] == (7, 180)
+    assert _same((rec, final), want)
+    lines = capsys.readouterr().err.splitlines()
+    assert lines[0].startswith("rollout: stores 0-2 of 7, day 90/180,") and "left" in lines[0]
+    assert lines[-1].startswith("rollout: stores 6-6 of 7, day 180/180,") and "left" not in lines[-1]
+
+
+def test_the_automatic_chunk_is_what_fits_in_memory(env, params, episodes, monkeypatch):
+    """With the host's memory faked to hold 3 stores' peak footprint twice over, 7 stores run as 3 + 3 + 1."""
+    from rbjax.runners import rollout as module
+
+    per_store = module.PEAK_PER_STATE * module.store_bytes(env) + 180 * module.record_bytes(env, "full")
+    assert module.store_bytes(env) == env.state_bytes(episodes[1]) // 3  # the estimate is the real state
+    monkeypatch.setattr(module, "host_available_bytes", lambda: int(6.5 * per_store))
+    monkeypatch.setattr(module, "ALWAYS_WHOLE", 2)
+    assert module.auto_store_chunk(env, "full", 180, tuple(jax.devices())) == 3
+    keys = jax.random.split(jax.random.key(42), 3)[np.array([2, 0, 1, 0, 1, 2, 2])]
+    chunks = list(
+        module.rollout_chunks(env, random_policy, RandomParams.default(), params, keys, 180, records="full")
+    )
+    assert [(c.start, c.stop) for c in chunks] == [(0, 3), (3, 6), (6, 7)]
+    assert _same(chunks[2].records, jax.tree.map(lambda x: np.asarray(x)[2:3], episodes[0]))
+
+
+def test_records_writer_streams_chunks_into_one_npz(tmp_path, episodes):
+    from rbjax.runners.record_files import RecordsWriter
+
+    rec = episodes[0]
+    with RecordsWriter(tmp_path / "r.npz", 3) as w:
+        w.write(2, jax.tree.map(lambda x: x[2:], rec))
+        w.write(0, jax.tree.map(lambda x: x[:2], rec))
+    saved = np.load(tmp_path / "r.npz")
+    assert sorted(saved.files) == sorted(rec.__dataclass_fields__)
+    assert all(np.array_equal(saved[k], v) for k, v in vars(rec).items())
+    with (
+        pytest.raises(ValueError, match="2 of 3 stores written"),
+        RecordsWriter(tmp_path / "short.npz", 3) as w,
+    ):
+        w.write(0, jax.tree.map(lambda x: x[:2], rec))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["r.npz"]  # no partial file, no scratch folder

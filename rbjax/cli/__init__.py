@@ -21,7 +21,7 @@ import sys
 from rbjax.cli import agents, bench, run, sweep, train
 from rbjax.cli.common import add_env_flags, fail
 
-POSITIVE = ("stores", "days", "seeds", "batch_size")
+POSITIVE = ("stores", "days", "seeds", "batch_size", "store_chunk")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -58,6 +58,13 @@ def _add_run_commands(sub) -> None:
             action="store_true",
             help="with --out: also every per-day record (DayInfo [stores, days]) in records.npz",
         )
+        p.add_argument(
+            "--store-chunk",
+            type=int,
+            default=None,
+            metavar="N",
+            help="stores per jitted call (default: what fits in memory); more stores run chunk by chunk",
+        )
         add_env_flags(p)
         p.set_defaults(func=run.main)
 
@@ -70,7 +77,9 @@ def _add_sweep(sub) -> None:
     for flag in sweep.OPTIONS:
         p.add_argument(f"--{flag.replace('_', '-')}", dest=flag, default=None, metavar="V1,V2,...")
     p.add_argument("--seeds", type=int, default=16)
-    p.add_argument("--batch-size", type=int, default=2048, help="stores per jitted call")
+    p.add_argument(
+        "--batch-size", type=int, default=None, help="stores per jitted call (default: what fits in memory)"
+    )
     p.add_argument("--out", default="results")
     add_env_flags(p)
     p.set_defaults(func=sweep.main)
@@ -177,7 +186,7 @@ def main(argv=None) -> None:
     ap = parser()
     args = ap.parse_args(argv)
     for name in POSITIVE:
-        if getattr(args, name, 1) < 1:
+        if getattr(args, name, None) is not None and getattr(args, name) < 1:
             ap.error(f"--{name.replace('_', '-')} must be >= 1")
     cores = os.cpu_count() or 1
     if args.devices is not None and not 1 <= args.devices <= cores:

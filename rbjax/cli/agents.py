@@ -15,7 +15,8 @@ import re
 import time
 
 from rbjax.cli.common import fail, make_env, make_policy
-from rbjax.cli.run import report, save_records
+from rbjax.cli.run import report
+from rbjax.runners.record_files import save_records
 
 
 def model_policy(model: str) -> str | None:
@@ -66,7 +67,9 @@ def main(args) -> None:
     settings = dict(model=args.model, framework="policy", stores=args.stores, days=args.days, seed=args.seed)
     with open(os.path.join(args.out, "run.json"), "w") as f:
         json.dump(settings | {"grouping": args.grouping}, f, indent=1)
-    report(args, rec, params)
+    from rbjax.runners import metrics
+
+    report(args, metrics.store_metrics(rec), metrics.net_worth_paths(rec, float(params.initial_funds)))
 
 
 def llm_settings(args):

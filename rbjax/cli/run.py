@@ -15,52 +15,70 @@ def info(args) -> None:
 
 
 def main(args) -> None:
-    """Roll out --stores stores for --days days and print the main table beside the paper's row."""
+    """Roll out --stores stores for --days days, chunk by chunk, and print the main table beside the paper's
+    row. Memory stays bounded whatever --stores: each chunk is reduced to per-store metrics (and, with
+    --records, streamed to disk) before the next one runs."""
     import jax
+    import numpy as np
+    import pandas as pd
 
-    from rbjax.runners.rollout import rollout
+    from rbjax.runners import metrics
+    from rbjax.runners.record_files import RecordsWriter
+    from rbjax.runners.rollout import rollout_chunks
 
     env, params = make_env(args)
     policy, policy_params = make_policy(args, env)
     keys = jax.random.split(jax.random.key(args.seed), args.stores)
-    start = time.perf_counter()
-    records = "full" if getattr(args, "records", False) else "summary"
-    rec, _ = rollout(
-        env, policy, policy_params, params, keys, days=args.days, progress=args.progress, records=records
+    records = "full" if args.records else "summary"
+    writer = (
+        RecordsWriter(os.path.join(args.out, "records.npz"), args.stores)
+        if args.records and args.out
+        else None
     )
+    tables, paths = [], []
+    start = time.perf_counter()
+    for chunk in rollout_chunks(
+        env,
+        policy,
+        policy_params,
+        params,
+        keys,
+        days=args.days,
+        progress=args.progress,
+        records=records,
+        store_chunk=args.store_chunk,
+        to_host=True,
+    ):
+        tables.append(metrics.store_metrics(chunk.records))
+        paths.append(metrics.net_worth_paths(chunk.records, float(params.initial_funds)).astype(np.float32))
+        if writer:
+            writer.write(chunk.start, chunk.records)
+    if writer:
+        writer.close()
     elapsed = time.perf_counter() - start
     print(
         f"{args.policy} policy, {args.stores} stores x {args.days} days, categories {env.config.grouping} "
         f"({elapsed:.1f} s including compilation, {args.stores * args.days / elapsed:,.0f} store-days/s)"
     )
-    report(args, rec, params)
+    report(args, pd.concat(tables, ignore_index=True), np.concatenate(paths))
 
 
-def save_records(path: str, rec) -> None:
-    """Every per-day record field as an array [stores, days] (``DayInfo`` fields, or ``DaySummary``'s)."""
-    import numpy as np
-
-    np.savez_compressed(path, **{k: np.asarray(v) for k, v in vars(rec).items()})
-
-
-def report(args, rec, params) -> None:
+def report(args, table, net_worth_paths) -> None:
     """The main table beside the paper's row; with --out the per-store CSV (and the oracle's plot); a
-    non-zero exit when a store's results are not finite."""
+    non-zero exit when a store's results are not finite.
+
+    table: ``metrics.store_metrics`` [stores rows]; net_worth_paths: [stores, days + 1].
+    """
     from rbjax.runners import metrics, paper
 
-    table = metrics.store_metrics(rec)
     reference = paper.ORACLE if args.policy == "oracle" else paper.LLM_ROWS[paper.BEST_LLM]
     print(metrics.format_compare(metrics.compare(table, reference)))
     if args.out:
         table.to_csv(os.path.join(args.out, f"{args.policy}_stores.csv"), index_label="store")
-        if getattr(args, "records", False):
-            save_records(os.path.join(args.out, "records.npz"), rec)
         if args.policy == "oracle":
             from rbjax.runners.plots import plot_net_worth
 
-            fig = plot_net_worth(
-                metrics.net_worth_paths(rec, float(params.initial_funds)), paper.ORACLE_NET_WORTH
-            )
+            fig = plot_net_worth(net_worth_paths, paper.ORACLE_NET_WORTH)
             fig.savefig(os.path.join(args.out, "oracle_net_worth.png"), dpi=120)
         print(f"wrote {args.out}")
     bad = metrics.non_finite_stores(table)

@@ -7,8 +7,8 @@
 
 Only the swept leaves get a batch axis (``vmap`` in_axes 0); every other leaf is shared, so a sweep never
 copies the catalogue tables per store. Seed s uses the same key at every point (common random numbers),
-so differences between points are paired. Batches larger than ``batch_size`` run in equal chunks (the last
-one padded), which compiles once.
+so differences between points are paired. Batches larger than ``batch_size`` (default: what fits in memory)
+run in equal chunks (the last one padded), which compiles once.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ import pandas as pd
 from rbjax.env import Env
 from rbjax.params import EnvParams
 from rbjax.runners import metrics
-from rbjax.runners.rollout import rollout
+from rbjax.runners.rollout import ALWAYS_WHOLE, auto_store_chunk, rollout
 
 
 def grid(**values: Sequence[Any]) -> list[dict[str, Any]]:
@@ -113,16 +113,17 @@ def sweep(
     seeds: int = 16,
     days: int = 180,
     key: int | jax.Array = 0,
-    batch_size: int = 2048,
+    batch_size: int | None = None,
     progress: bool = False,
 ) -> SweepResult:
     """Run every point of ``points`` (a list of {parameter: value}, e.g. from ``grid``) with ``seeds`` seeds.
 
     Parameter names are policy or env params fields ('multiplier', 'shelf_capacity'), prefixed with
-    'policy.' or 'env.' when a name exists in both. Returns a SweepResult (tidy table, per-point summary).
+    'policy.' or 'env.' when a name exists in both. batch_size: stores per jitted call (default: what fits in
+    memory, ``rollout.auto_store_chunk``). Returns a SweepResult (tidy table, per-point summary).
     """
     points = [dict(p) for p in points]
-    if not points or seeds < 1 or days < 1 or batch_size < 1:
+    if not points or seeds < 1 or days < 1 or batch_size is not None and batch_size < 1:
         raise ValueError("sweep needs at least one point, seeds >= 1, days >= 1 and batch_size >= 1")
     names = list(points[0])
     if any(list(p) != names for p in points):
@@ -138,7 +139,9 @@ def sweep(
         except ValueError as e:
             raise ValueError(f"sweep point {i} {p}: {e}") from None
     n_stores = len(points) * seeds
-    chunk = min(batch_size, n_stores)
+    if batch_size is None and n_stores > ALWAYS_WHOLE:
+        batch_size = auto_store_chunk(env, "summary", days, tuple(jax.devices()))
+    chunk = min(batch_size or n_stores, n_stores)
     n_chunks = -(-n_stores // chunk)
     seed_keys = jax.random.split(jax.random.key(key) if isinstance(key, int) else key, seeds)
     start, outs = time.perf_counter(), []

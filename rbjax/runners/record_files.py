@@ -1,0 +1,80 @@
+"""Records on disk, written chunk by chunk: ``records.npz`` for any number of stores in bounded memory.
+
+``np.savez_compressed`` needs every array whole in memory. ``RecordsWriter`` fills one memory-mapped ``.npy``
+per field as chunks of stores arrive, then packs them into the same ``.npz`` layout (one deflated member per
+field), so ``np.load(path)`` reads it as before.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import shutil
+import tempfile
+import zipfile
+
+import numpy as np
+
+
+def _fields(records) -> dict[str, np.ndarray]:
+    return {f.name: np.asarray(getattr(records, f.name)) for f in dataclasses.fields(records)}
+
+
+class RecordsWriter:
+    """Write a run's per-day records (``DaySummary`` or ``DayInfo``, leaves [stores, days, ...]) to ``path``.
+
+    >>> with RecordsWriter("out/records.npz", stores=200_000) as w:
+    ...     for chunk in rbjax.rollout_chunks(...):
+    ...         w.write(chunk.start, chunk.records)
+
+    Every store must be written once before ``close`` (an incomplete file is refused, never left behind).
+    """
+
+    def __init__(self, path: str, stores: int):
+        self.path, self.stores = path, int(stores)
+        self._tmp = tempfile.mkdtemp(prefix=".records-", dir=os.path.dirname(os.path.abspath(path)))
+        self._arrays: dict[str, np.memmap] = {}
+        self._written = 0
+
+    def write(self, start: int, records) -> None:
+        """Stores ``start .. start + len`` of the run (leaves [len, days, ...])."""
+        for name, x in _fields(records).items():
+            if name not in self._arrays:
+                self._arrays[name] = np.lib.format.open_memmap(
+                    os.path.join(self._tmp, f"{name}.npy"), "w+", x.dtype, (self.stores, *x.shape[1:])
+                )
+            self._arrays[name][start : start + len(x)] = x
+        self._written += len(x)
+
+    def close(self) -> None:
+        """Pack the fields into ``path`` and remove the scratch files."""
+        try:
+            if self._written != self.stores:
+                raise ValueError(f"{self.path}: {self._written} of {self.stores} stores written")
+            names = list(self._arrays)
+            for a in self._arrays.values():
+                a.flush()
+            self._arrays.clear()
+            with zipfile.ZipFile(self.path, "w", zipfile.ZIP_DEFLATED, allowZip64=True) as z:
+                for name in names:
+                    z.write(os.path.join(self._tmp, f"{name}.npy"), f"{name}.npy")
+        finally:
+            self._arrays.clear()
+            shutil.rmtree(self._tmp, ignore_errors=True)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, *_):
+        if kind is None:
+            self.close()
+        else:
+            self._arrays.clear()
+            shutil.rmtree(self._tmp, ignore_errors=True)
+
+
+def save_records(path: str, records) -> None:
+    """Every per-day record field as an array [stores, days, ...] in ``path`` (.npz)."""
+    stores = len(np.asarray(records.alive))
+    with RecordsWriter(path, stores) as w:
+        w.write(0, records)
