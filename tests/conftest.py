@@ -32,6 +32,7 @@ GROUPS = {
     "tests/test_wheel.py": "oracle-16x180",
     "tests/test_oracle.py": "oracle-16x180",
     "tests/test_cli.py::test_cli_sweep_writes_tables_and_plots": "oracle-16x180",
+    "tests/test_metrics.py::test_sweep_rows_map_to_their_points_and_seeds_are_shared": "oracle-16x180",
     "tests/test_agent_run.py": "agent-engine",  # one engine batch of 16 stores (runs of 4, 8, 16 share it)
     "tests/test_agent_llm.py": "agent-engine",
 }

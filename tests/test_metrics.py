@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import rbjax
-from rbjax.policies import BaseStockParams, base_stock, null_policy
+from rbjax.policies import OracleParams, null_policy, oracle
 from rbjax.runners import metrics
 from rbjax.runners.records import DaySummary
 
@@ -65,38 +65,30 @@ def test_summary_and_compare():
         metrics.store_metrics(jax.tree.map(lambda x: x[0], _records()))
 
 
-SWEEP_DAYS = 6
-
-
-def sweep_base_stock(env, params, points):
-    """Both sweep tests sweep the same leaves with the same sizes: one compiled program."""
-    return rbjax.sweep(
-        env, base_stock, BaseStockParams.default(), params, points, seeds=2, days=SWEEP_DAYS, batch_size=4
-    )
-
-
 def test_sweep_rows_map_to_their_points_and_seeds_are_shared(env, params):
-    points = rbjax.grid(rent=[0.0, 250.0, 250.0], initial_funds=[30_000.0, 1_000.0], cover_days=[0.0])
-    result = sweep_base_stock(env, params, points)  # 12 stores: 3 chunks of 4
+    """The oracle sweep of ``rbjax sweep`` and notebooks/oracle_sweep.ipynb (multiplier x shelf capacity, 16
+    stores per call, 60 days): the compiled program comes from the cache. 8 points x 4 seeds: 2 chunks."""
+    points = rbjax.grid(multiplier=[3.0, 6.0, 6.0, 3.0], shelf_capacity=[0, 40])
+    result = rbjax.sweep(env, oracle, OracleParams.default(), params, points, seeds=4, days=60, batch_size=16)
     t = result.table
-    assert len(t) == 12 and list(t.point) == [i // 2 for i in range(12)] and list(t.seed) == [0, 1] * 6
-    # a cover of 0 days stocks nothing: net worth = funds - days * rent exactly
-    np.testing.assert_allclose(t.final_net_worth, t.initial_funds - SWEEP_DAYS * t.rent)
-    assert result.summary.shape[0] == 4  # grouped by (rent, initial_funds, cover_days): 250 twice
+    assert len(t) == 32 and list(t.point) == [i // 4 for i in range(32)] and list(t.seed) == [0, 1, 2, 3] * 8
+    empty, full = t[t.shelf_capacity == 0], t[t.shelf_capacity == 40]
+    # no shelf: nothing is ordered or sold; the rent alone makes funds negative from day 51, and the fifth
+    # negative evening (day 55) ends the store with net worth = funds - days * rent exactly
+    assert (empty.survival_days == 55).all() and (full.survival_days == 60).all()
+    np.testing.assert_array_equal(
+        empty.final_net_worth, float(params.initial_funds) - 55 * float(params.rent)
+    )
+    assert empty.quality_first.isna().all() and full.quality_first.notna().all()
+    assert result.summary.shape[0] == 4  # grouped by (multiplier, shelf capacity): each pair twice
+    # seed s uses the same key at every point: a repeated point repeats its rows (chunk 1 and chunk 2)
+    same = lambda i: t[t.point == i].drop(columns="point").reset_index(drop=True)
+    assert same(3).equals(same(5)) and same(1).equals(same(7))
+    assert not same(1).final_net_worth.equals(same(3).final_net_worth)  # the multiplier does matter
     with pytest.raises(ValueError, match="not a field"):
         rbjax.sweep(env, null_policy, None, params, [{"nonsense": 1}])
     with pytest.raises(ValueError, match="sweep point 0"):
         rbjax.sweep(env, null_policy, None, params, [{"rent": -5.0}])
-
-
-def test_sweep_policy_params_and_common_random_numbers(env, params):
-    points = [{"rent": 600.0, "initial_funds": 30_000.0, "cover_days": c} for c in (0.0, 8.0, 8.0)]
-    t = sweep_base_stock(env, params, points).table
-    assert t[t.cover_days == 0].quality_first.isna().all()  # cover 0: never orders
-    assert t[t.cover_days == 8].quality_first.notna().all()
-    same = t[t.point == 1].drop(columns="point").reset_index(drop=True)
-    assert same.equals(t[t.point == 2].drop(columns="point").reset_index(drop=True))  # seed s: same key
-    assert not t[t.point == 1].final_net_worth.equals(t[t.point == 0].final_net_worth)
 
 
 def test_compare_counts_the_stores_without_a_value_and_flags_corrupted_ones():
