@@ -124,14 +124,13 @@ def rollout_chunks(
 ) -> Iterator[Chunk]:
     """``rollout`` for any number of stores: yields one ``Chunk`` per ``store_chunk`` stores, in order.
 
-        Memory stays bounded by one chunk (plus what the caller keeps): a caller that reduces each chunk (for
-        example ``metrics.store_metrics(chunk.records)``) and drops it can run millions of stores. Every chunk
-        has the same shape (the last one is padded with copies of the last store and cut back), so the day
-        compiles once. to_host: hand the chunk's arrays over as numpy arrays, which frees the device for the next
+    Memory stays bounded by one chunk (plus what the caller keeps): a caller that reduces each chunk (for
+    example ``metrics.store_metrics(chunk.records)``) and drops it can run millions of stores. Every chunk
+    has the same shape (the last one is padded with copies of the last store and cut back), so the day
+    compiles once. to_host: hand the chunk's arrays over as numpy arrays, which frees the device for the next
     chunk (default: when there is more than one chunk). When ``devices`` span several processes
     (``jax.distributed``), every process runs its devices' slice of each chunk and receives the whole chunk's
-    results as numpy arrays.
-        Arguments as ``rollout``.
+    results as numpy arrays. Other arguments as ``rollout``.
     """
     if records not in ("summary", "full"):
         raise ValueError(f"records must be 'summary' or 'full', got {records!r}")
@@ -151,9 +150,11 @@ def rollout_chunks(
         size = min(int(store_chunk), n)
     else:  # a small batch always fits: skip the estimate (it traces the step)
         size = n if n <= ALWAYS_WHOLE else min(auto_store_chunk(env, records, days, devices), n)
+    several_hosts = any(d.process_index != jax.process_index() for d in devices)
+    if several_hosts:  # every process must run the same chunks: the first process's estimate
+        size = int(multihost_utils.broadcast_one_to_all(np.int32(size)))
     size += -size % len(devices)  # every device gets the same number of stores
     to_host = n > size if to_host is None else to_host
-    several_hosts = any(d.process_index != jax.process_index() for d in devices)
     per_call = days if not progress else max(1, min(30 if progress is True else int(progress), days))
     start = time.perf_counter()
     for first in range(0, n, size):
@@ -191,12 +192,12 @@ def auto_store_chunk(env: Env, records: str, days: int, devices: Sequence[jax.De
     """
     per_store = PEAK_PER_STATE * store_bytes(env) + days * record_bytes(env, records)
     if devices[0].platform == "cpu":
-        budget, cap = FREE_SHARE * host_available_bytes(), CPU_MAX_CHUNK
-    else:
-        limits = [(d.memory_stats() or {}).get("bytes_limit", 0) for d in devices]
-        budget, cap = FREE_SHARE * min(limits) * len(devices), None
-    size = max(int(budget // per_store), len(devices))
-    return size if cap is None else min(size, cap)
+        size = min(FREE_SHARE * host_available_bytes() // per_store, CPU_MAX_CHUNK)
+    else:  # this process's devices (another host's memory is not visible here)
+        local = [d for d in devices if d.process_index == jax.process_index()] or list(devices)
+        limit = min((d.memory_stats() or {}).get("bytes_limit", 0) for d in local)
+        size = FREE_SHARE * limit * len(devices) // per_store if limit else CPU_MAX_CHUNK * len(devices)
+    return max(int(size), len(devices))
 
 
 ALWAYS_WHOLE = 1024  # batches up to this many stores run in one call without an estimate
