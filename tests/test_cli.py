@@ -43,9 +43,22 @@ def test_cli_sweep_writes_tables_and_plots(tmp_path):
     assert "best mean final net worth" in out
 
 
-def test_cli_rejects_bad_input(tmp_path):
-    for args, names in [
-        ("run --stores 0", "--stores"),
+def cli_error(capsys, line: str) -> str:
+    """Run ``rbjax LINE`` in this process; it must exit non-zero. Returns what it printed to stderr."""
+    from rbjax.cli import main
+
+    with pytest.raises(SystemExit) as exit_:
+        main(line.split())
+    code = exit_.value.code
+    assert code not in (0, None), line
+    return (code + "\n" if isinstance(code, str) else "") + capsys.readouterr().err
+
+
+def test_cli_rejects_bad_input(tmp_path, capsys):
+    # one as a user runs it: a fresh process, one line on stderr, no traceback
+    r = rbjax("run --stores 0", check=False)
+    assert r.returncode == 2 and "--stores" in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    for args, names in [  # the rest in this process (any other exception than SystemExit fails the test)
         ("sweep --multiplier 4,x", "--multiplier"),
         ("sweep", "at least one parameter"),
         (f"run --data {tmp_path / 'nowhere'}", "--data"),
@@ -53,9 +66,8 @@ def test_cli_rejects_bad_input(tmp_path):
         ("eval --policy ppo --stores 8 --days 5", "--checkpoint"),
         (f"eval --policy ppo --checkpoint {tmp_path / 'missing'} --days 5", "not a PPO checkpoint"),
     ]:
-        r = rbjax(args, check=False)
-        assert r.returncode != 0 and names in r.stderr and "Traceback" not in r.stderr, (args, r.stderr)
-        assert len(r.stderr.strip().splitlines()) == 1, (args, r.stderr)
+        err = cli_error(capsys, args)
+        assert names in err and len(err.strip().splitlines()) == 1, (args, err)
 
 
 def test_cli_checks_out_is_writable_before_any_work(tmp_path):
@@ -108,7 +120,7 @@ def test_cli_points_the_compilation_cache_at_its_folder(tmp_path, monkeypatch):
         jax.config.update("jax_compilation_cache_dir", before)
 
 
-def test_cli_rejects_bad_devices_seeds_learning_rates_and_fractional_integer_leaves():
+def test_cli_rejects_bad_devices_seeds_learning_rates_and_fractional_integer_leaves(capsys):
     for args, names in [
         ("--devices 0 run", "--devices"),
         ("--devices 9999 run", "--devices"),
@@ -116,11 +128,10 @@ def test_cli_rejects_bad_devices_seeds_learning_rates_and_fractional_integer_lea
         ("train ppo --lr nan --steps 1000", "PPOConfig.lr"),
         ("sweep --capacity 1.5", "EnvParams.capacity is an integer leaf"),
     ]:
-        r = rbjax(args, check=False)
-        assert r.returncode != 0 and names in r.stderr and "Traceback" not in r.stderr, (args, r.stderr)
-        assert len([line for line in r.stderr.splitlines() if line.startswith("rbjax:")]) == 1, (
+        err = cli_error(capsys, args)
+        assert names in err and len([line for line in err.splitlines() if line.startswith("rbjax:")]) == 1, (
             args,
-            r.stderr,
+            err,
         )
 
 

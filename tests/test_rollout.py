@@ -96,8 +96,9 @@ def _same(a, b) -> bool:
 
 
 def test_chunks_of_stores_equal_one_batch(env, params, episodes, capsys):
-    """7 stores in chunks of 3 (the last padded) reuse the episodes' program and give each store the records
-    and final state it has in one batch: the keys are the episodes' three, reordered and repeated."""
+    """7 stores in chunks of 3 (the last padded) reuse the episodes' program (180 days per call) and give each
+    store the records and final state it has in one batch: the keys are the episodes' three, reordered and
+    repeated."""
     keys = jax.random.split(jax.random.key(42), 3)
     order = [0, 1, 2, 1, 2, 0, 2]
     rec, final = rollout(
@@ -109,13 +110,13 @@ def test_chunks_of_stores_equal_one_batch(env, params, episodes, capsys):
         days=180,
         records="full",
         store_chunk=3,
-        progress=90,
+        progress=180,
     )
     want = jax.tree.map(lambda x: np.asarray(x)[order], episodes)
     assert isinstance(rec.sold, np.ndarray) and rec.sold.shape[:2] == (7, 180)
     assert _same((rec, final), want)
     lines = capsys.readouterr().err.splitlines()
-    assert lines[0].startswith("rollout: stores 0-2 of 7, day 90/180,") and "left" in lines[0]
+    assert lines[0].startswith("rollout: stores 0-2 of 7, day 180/180,") and "left" in lines[0]
     assert lines[-1].startswith("rollout: stores 6-6 of 7, day 180/180,") and "left" not in lines[-1]
 
 

@@ -72,7 +72,7 @@ def plot_net_worth(paths: np.ndarray, reference: np.ndarray | None = None, label
     mean, sd = paths.mean(0), paths.std(0)
     ax.fill_between(days, *np.percentile(paths, [5, 95], axis=0), alpha=0.15, label=f"{label} 5-95 %")
     ax.fill_between(days, mean - sd, mean + sd, alpha=0.3, label=f"{label} mean ± sd")
-    ax.plot(days, mean, lw=2, label=f"{label} mean ({len(paths)} stores)")
+    ax.plot(days, mean, lw=2, label=f"{label} mean ({len(paths):,} stores)")
     if reference is not None:
         ax.plot(np.arange(len(reference)), reference, "k--", lw=1.5, label="paper (one run)")
     ax.set_xlabel("day")
