@@ -7,15 +7,14 @@
 
 Only the swept leaves get a batch axis (``vmap`` in_axes 0); every other leaf is shared, so a sweep never
 copies the catalogue tables per store. Seed s uses the same key at every point (common random numbers),
-so differences between points are paired. Batches larger than ``batch_size`` (default: what fits in memory)
-run in equal chunks (the last one padded), which compiles once.
+so differences between points are paired. The stores run through ``rollout_chunks``: batches larger than
+``batch_size`` (default: what fits in memory) run in equal chunks, which compile once.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import itertools
-import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -27,7 +26,7 @@ import pandas as pd
 from rbjax.env import Env
 from rbjax.params import EnvParams
 from rbjax.runners import metrics
-from rbjax.runners.rollout import ALWAYS_WHOLE, auto_store_chunk, rollout
+from rbjax.runners.rollout import rollout_chunks
 
 
 def grid(**values: Sequence[Any]) -> list[dict[str, Any]]:
@@ -139,36 +138,25 @@ def sweep(
         except ValueError as e:
             raise ValueError(f"sweep point {i} {p}: {e}") from None
     n_stores = len(points) * seeds
-    if batch_size is None and n_stores > ALWAYS_WHOLE:
-        batch_size = auto_store_chunk(env, "summary", days, tuple(jax.devices()))
-    chunk = min(batch_size or n_stores, n_stores)
-    n_chunks = -(-n_stores // chunk)
-    seed_keys = jax.random.split(jax.random.key(key) if isinstance(key, int) else key, seeds)
-    start, outs = time.perf_counter(), []
-    for c in range(n_chunks):
-        stores = np.minimum(np.arange(c * chunk, (c + 1) * chunk), n_stores - 1)  # pad the last chunk
-        point_of = stores // seeds
-        p_params, p_axes = _batched(policy_params, values["policy"], point_of)
-        e_params, e_axes = _batched(env_params, values["env"], point_of)
-        rec, _ = rollout(
-            env,
-            policy,
-            p_params,
-            e_params,
-            seed_keys[stores % seeds],
-            days=days,
-            policy_axes=p_axes,
-            env_axes=e_axes,
-        )
-        outs.append(metrics.store_metrics(rec))
-        if progress:
-            rate = (c + 1) * chunk * days / (time.perf_counter() - start)
-            print(
-                f"sweep: chunk {c + 1}/{n_chunks} ({chunk} stores x {days} days), {rate:,.0f} store-days/s",
-                file=sys.stderr,
-            )
-    table = pd.concat(outs, ignore_index=True).iloc[:n_stores]
     ids = np.arange(n_stores)
+    p_params, p_axes = _batched(policy_params, values["policy"], ids // seeds)
+    e_params, e_axes = _batched(env_params, values["env"], ids // seeds)
+    seed_keys = jax.random.split(jax.random.key(key) if isinstance(key, int) else key, seeds)
+    start = time.perf_counter()
+    chunks = rollout_chunks(
+        env,
+        policy,
+        p_params,
+        e_params,
+        seed_keys[ids % seeds],
+        days,
+        policy_axes=p_axes,
+        env_axes=e_axes,
+        store_chunk=batch_size,
+        progress=days if progress else False,
+    )
+    outs = [metrics.store_metrics(c.records) for c in chunks]
+    table = pd.concat(outs, ignore_index=True)
     params_cols = pd.DataFrame({n: [points[i][n] for i in ids // seeds] for n in names})
     table = pd.concat(
         [params_cols, pd.DataFrame({"point": ids // seeds, "seed": ids % seeds}), table], axis=1
