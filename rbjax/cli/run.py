@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 
@@ -30,31 +31,29 @@ def main(args) -> None:
     policy, policy_params = make_policy(args, env)
     keys = jax.random.split(jax.random.key(args.seed), args.stores)
     records = "full" if args.records else "summary"
-    writer = (
-        RecordsWriter(os.path.join(args.out, "records.npz"), args.stores)
-        if args.records and args.out
-        else None
-    )
+    path = os.path.join(args.out, "records.npz") if args.records and args.out else None
     tables, paths = [], []
     start = time.perf_counter()
-    for chunk in rollout_chunks(
-        env,
-        policy,
-        policy_params,
-        params,
-        keys,
-        days=args.days,
-        progress=args.progress,
-        records=records,
-        store_chunk=args.store_chunk,
-        to_host=True,
-    ):
-        tables.append(metrics.store_metrics(chunk.records))
-        paths.append(metrics.net_worth_paths(chunk.records, float(params.initial_funds)).astype(np.float32))
-        if writer:
-            writer.write(chunk.start, chunk.records)
-    if writer:
-        writer.close()
+    # the writer's scratch files go, whatever happens; the file exists only once every store is in it
+    with RecordsWriter(path, args.stores) if path else contextlib.nullcontext() as writer:
+        for chunk in rollout_chunks(
+            env,
+            policy,
+            policy_params,
+            params,
+            keys,
+            days=args.days,
+            progress=args.progress,
+            records=records,
+            store_chunk=args.store_chunk,
+            to_host=True,
+        ):
+            tables.append(metrics.store_metrics(chunk.records))
+            paths.append(
+                metrics.net_worth_paths(chunk.records, float(params.initial_funds)).astype(np.float32)
+            )
+            if writer:
+                writer.write(chunk.start, chunk.records)
     elapsed = time.perf_counter() - start
     print(
         f"{args.policy} policy, {args.stores} stores x {args.days} days, categories {env.config.grouping} "

@@ -34,7 +34,7 @@ class RecordsWriter:
         self.path, self.stores = path, int(stores)
         self._tmp = tempfile.mkdtemp(prefix=".records-", dir=os.path.dirname(os.path.abspath(path)))
         self._arrays: dict[str, np.memmap] = {}
-        self._written = 0
+        self._written = np.zeros(self.stores, bool)
 
     def write(self, start: int, records) -> None:
         """Stores ``start .. start + len`` of the run (leaves [len, days, ...])."""
@@ -44,13 +44,13 @@ class RecordsWriter:
                     os.path.join(self._tmp, f"{name}.npy"), "w+", x.dtype, (self.stores, *x.shape[1:])
                 )
             self._arrays[name][start : start + len(x)] = x
-        self._written += len(x)
+        self._written[start : start + len(x)] = True
 
     def close(self) -> None:
         """Pack the fields into ``path`` and remove the scratch files."""
         try:
-            if self._written != self.stores:
-                raise ValueError(f"{self.path}: {self._written} of {self.stores} stores written")
+            if not self._written.all():
+                raise ValueError(f"{self.path}: {self._written.sum()} of {self.stores} stores written")
             names = list(self._arrays)
             for a in self._arrays.values():
                 a.flush()
