@@ -34,6 +34,9 @@ class EnvConfig:
     history_days: int = 93  # simulated pre-opening days (1991-06-06 .. 1991-09-06 for the default opening)
     grouping: str = "20"
     float64: bool = False
+    supplier_attempts: int = (
+        50  # supplier worlds drawn per product, one kept by the selection rule (1: no rule)
+    )
 
     def __post_init__(self):
         if self.grouping not in GROUPINGS:
@@ -47,6 +50,8 @@ class EnvConfig:
                 f"EnvConfig.num_suppliers must be >= 2 (the diversity rule needs a best and a bad supplier), "
                 f"got {self.num_suppliers}"
             )
+        if self.supplier_attempts < 1:
+            raise ValueError(f"EnvConfig.supplier_attempts must be >= 1, got {self.supplier_attempts}")
         if self.lot_slots < 1 or self.history_days < self.review_window:
             raise ValueError("EnvConfig: lot_slots must be >= 1 and history_days >= review_window")
 

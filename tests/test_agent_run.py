@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 
 import rbjax
+from rbjax.agents.diagnostics import split_days
 from rbjax.agents.engine import AgentEngine
 from rbjax.agents.run import make_stores, run_async, run_policy_agents
 from rbjax.agents.trace import read
@@ -175,7 +176,12 @@ def test_the_oracles_diagnostics_through_the_tools_follow_from_its_rules(cli_run
     assert (table["s2_missing_critical_evidence_rate"] == 1.0).all()
     # acting on the same products every day: only the last day's events go unfollowed
     assert (table["s4_focus_continuity"] == 1.0).all()
-    assert np.allclose(table["s4_follow_up_action_rate_7d"], 1 - 1 / DAYS, atol=0.01)
+    for store in range(STORES):
+        days = split_days(read(os.path.join(a, f"store_{store}", "tool_calls.jsonl")))
+        events = [len(d.events) for d in days]
+        assert len(days) == DAYS and min(events) >= 40
+        expected = 1 - events[-1] / sum(events)
+        assert table["s4_follow_up_action_rate_7d"][store] == pytest.approx(expected, abs=1e-12)
     run_metrics = pd.read_csv(a / "run_metrics.csv", index_col="store")
     assert (run_metrics["survival_days"] == DAYS).all() and "direct_tools_per_day" in run_metrics
     main(["agents", "diagnose", str(a), "--oracle-convention"])

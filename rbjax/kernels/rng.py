@@ -32,14 +32,24 @@ def _mix(x: jax.Array) -> jax.Array:
     return x ^ (x >> 16)
 
 
+def seed_words(key: jax.Array) -> jax.Array:
+    """The two uint32 words [2] that seed a key's counter stream (``bits``, ``bits_at``)."""
+    return jax.random.bits(key, (2,), jnp.uint32)
+
+
 def bits(key: jax.Array, shape: tuple[int, ...]) -> jax.Array:
     """uint32 words of the given shape, a deterministic function of the key."""
-    seed = jax.random.bits(key, (2,), jnp.uint32)
     n = 1
     for s in shape:
         n *= s
-    counter = jnp.arange(n, dtype=jnp.uint32).reshape(shape)
-    return _mix(_mix(counter ^ seed[0]) + seed[1])
+    return bits_at(seed_words(key), jnp.arange(n, dtype=jnp.uint32).reshape(shape))
+
+
+def bits_at(seed: jax.Array, counter: jax.Array) -> jax.Array:
+    """uint32 words at the given counters (any shape) of the stream of ``seed = seed_words(key)``: word i of
+    ``bits(key, ...)`` is ``bits_at(seed, i)``, so a consumer can draw the words it needs, at the positions it
+    needs, in any order (and hoist the seed out of a loop)."""
+    return _mix(_mix(counter.astype(jnp.uint32) ^ seed[0]) + seed[1])
 
 
 # the largest float32 below 1: the top 24-bit bin's centre, 1 - 2^-25, would round up to 1.0 in float32

@@ -7,8 +7,8 @@ product (one ratio for the whole 96-product action would leave the trust region 
 and one store-wide advantage drowns each product's signal in the other 95). Observations are
 standardised with running statistics and rewards are scaled by the running standard deviation of the
 discounted per-product return. Stores auto-reset from a pool of initial states (one per store) redrawn every
-``pool_every`` updates: the 93-day pre-opening history costs about as much as 15 store days, so it is not
-simulated at every step.
+``pool_every`` updates: a reset (the supplier selection among 50 attempts and the 93-day pre-opening history)
+costs as much as a few hundred store days on a CPU, so it is not run at every step.
 
 Shapes: B stores (``num_envs``), T days per update (``num_steps``), J products, F/G feature sizes.
 """

@@ -1,0 +1,116 @@
+"""The supplier generator with and without the reference's selection step, side by side (``docs/model.md``).
+
+    python benchmarks/suppliers.py [--worlds 1024]
+
+For each generator (``EnvConfig.supplier_attempts`` 1 and 50) over ``--worlds`` worlds: the pooled price-quality
+correlation of each product's kept attempt (food and other products), and over the episode's window (the
+pre-opening history and 180 days) the best-quality (Q1) supplier's lead time (mean of its transport range) and
+price tier (mean multiplier on the base cost), and the share of product-days without a Q1 supplier; and the cost
+of drawing a world (time per store). Writes benchmarks/out/suppliers.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+import time
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from rbjax import Env
+from rbjax.model import suppliers as S
+
+OUT = os.path.join(os.path.dirname(__file__), "out")
+BATCH = 64
+
+
+def window_stats(world, params, config, days):
+    """Per product over the window: (days without Q1, Q1 lead time sum, Q1 price multiplier sum, Q1 days)."""
+    J, K = world.cycle_len.shape
+    pb = params.price_bands
+    lead = (world.transport_min.astype(jnp.float32) + world.transport_max) / 2
+
+    def day(carry, i):
+        q, p, acc = carry
+        cal = params.open_day - config.history_days + i
+        q, p = S.update_tiers(world, params, q, p, cal, redraw_all=i == 0)
+        best = q == S.BEST_QUALITY
+        first = best & (jnp.cumsum(best, -1) == 1)  # one Q1 supplier per product-day (the first)
+        has = best.any(-1)
+        mult = pb[p.astype(jnp.int32)].mean(-1)
+        acc = acc + jnp.stack([~has, (first * lead).sum(-1), (first * mult).sum(-1), has], -1)
+        return (q, p, acc), None
+
+    z = jnp.zeros((J, K), jnp.int8)
+    (_, _, acc), _ = jax.lax.scan(day, (z, z, jnp.zeros((J, 4), jnp.float32)), jnp.arange(days))
+    return acc
+
+
+def measure(attempts: int, worlds: int, seed: int):
+    env = Env()
+    config = dataclasses.replace(env.config, supplier_attempts=attempts)
+    params = env.default_params()
+    days = config.history_days + 180
+    make = jax.jit(jax.vmap(lambda k: S.make_world(k, params, config)))
+    stats = jax.jit(jax.vmap(lambda w: window_stats(w, params, config, days)))
+    # the pooled correlation of the kept attempt: its calendar world's statistics (same draws as make_world)
+    corr_of = jax.jit(jax.vmap(lambda k: kept_correlation(k, params, config)))
+    keys = jax.random.split(jax.random.key(seed), worlds)
+    jax.block_until_ready(make(keys[:BATCH]))  # compile
+    start = time.perf_counter()
+    out = [make(keys[i : i + BATCH]) for i in range(0, worlds, BATCH)]
+    jax.block_until_ready(out)
+    per_store = (time.perf_counter() - start) / worlds
+    reset = jax.jit(jax.vmap(Env(config).reset, in_axes=(0, None)))
+    jax.block_until_ready(reset(keys[:BATCH], params))  # compile
+    start = time.perf_counter()
+    jax.block_until_ready([reset(keys[i : i + BATCH], params) for i in range(0, worlds, BATCH)])
+    reset_per_store = (time.perf_counter() - start) / worlds
+    acc = np.concatenate([np.asarray(stats(w)) for w in out])  # [worlds, J, 4]
+    corr = np.concatenate([np.asarray(corr_of(keys[i : i + BATCH])) for i in range(0, worlds, BATCH)])
+    return dict(acc=acc, corr=corr, per_store=per_store, reset=reset_per_store, food=np.asarray(params.copula_rho)[:, 0] < 0.3)
+
+
+def kept_correlation(key, params, config):
+    """[J] the pooled correlation of the attempt ``make_world`` keeps for each product."""
+    return S.make_world(key, params, config, return_stats=True)[1]
+
+
+def row(name, m):
+    acc, corr, food = m["acc"], m["corr"], m["food"]
+    q1_days = acc[..., 3].sum()
+    pct = lambda x: "{:.3f} ({:.3f}-{:.3f})".format(np.median(x), *np.percentile(x, [5, 95]))
+    return (
+        f"| {name} | {pct(corr[:, food])} | {pct(corr[:, ~food])} | {acc[..., 1].sum() / q1_days:.3f} | "
+        f"{acc[..., 2].sum() / q1_days:.4f} | {100 * acc[..., 0].sum() / acc[..., [0, 3]].sum():.3f} % | "
+        f"{1000 * m['per_store']:.1f} | {1000 * m['reset']:.1f} |"
+    )
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--worlds", type=int, default=1024)
+    ap.add_argument("--seed", type=int, default=0)
+    args = ap.parse_args()
+    results = {a: measure(a, args.worlds, args.seed) for a in (1, 50)}
+    lines = [
+        f"# Supplier worlds: one attempt against the selection among 50 ({args.worlds} worlds each)",
+        "",
+        "| generator | corr, food: median (5-95 %) | corr, other | Q1 lead time (days) | Q1 price / base cost | "
+        "product-days without Q1 | world, ms per store | Env.reset, ms per store |",
+        "|---|---|---|---|---|---|---|---|",
+        row("one attempt", results[1]),
+        row("selection among 50", results[50]),
+    ]
+    text = "\n".join(lines) + "\n"
+    os.makedirs(OUT, exist_ok=True)
+    with open(os.path.join(OUT, "suppliers.md"), "w") as f:
+        f.write(text)
+    print(text)
+
+
+if __name__ == "__main__":
+    main()
