@@ -1,9 +1,11 @@
 """Fidelity: the oracle over many seeds beside the paper's single run (``docs/results.md``).
 
-    python benchmarks/fidelity.py [--stores 1024] [--grouping 20 ref19]
+    python benchmarks/fidelity.py [--stores 1024] [--runs 20 ref19 20:own-records]
 
+A run is a category grouping (20 or ref19), optionally with ":own-records": the oracle without the pre-opening
+sales records (``OracleParams(opening_history=False)``, ``docs/results.md``, "The oracle's expired units").
 Writes benchmarks/out/fidelity.md (main-table metrics, mean ± sd, the paper's value and the gap in sd),
-fidelity_stores_<grouping>.csv and oracle_net_worth.png (mean path and bands beside the paper's path).
+fidelity_stores_<run>.csv and oracle_net_worth.png (mean path and bands beside the paper's path).
 """
 
 from __future__ import annotations
@@ -22,7 +24,11 @@ from rbjax.runners.plots import plot_net_worth
 OUT = os.path.join(os.path.dirname(__file__), "out")
 
 
-def run(grouping: str, stores: int, seed: int):
+def run(name: str, stores: int, seed: int):
+    grouping, _, variant = name.partition(":")
+    if variant not in ("", "own-records"):
+        raise SystemExit(f"unknown run {name!r}: a grouping (20, ref19), optionally with ':own-records'")
+    policy_params = OracleParams.default(opening_history=variant != "own-records")
     catalog = load_catalog()
     env = Env(EnvConfig.from_catalog(catalog, grouping=grouping), catalog)
     params = env.default_params()
@@ -30,7 +36,7 @@ def run(grouping: str, stores: int, seed: int):
     rec, _ = rollout(
         env,
         oracle,
-        OracleParams.default(),
+        policy_params,
         params,
         jax.random.split(jax.random.key(seed), stores),
         days=180,
@@ -43,20 +49,21 @@ def run(grouping: str, stores: int, seed: int):
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--stores", type=int, default=1024)
-    ap.add_argument("--grouping", nargs="+", default=["20", "ref19"])
+    ap.add_argument("--runs", nargs="+", default=["20", "ref19", "20:own-records"])
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args()
     os.makedirs(OUT, exist_ok=True)
     lines, paths = [f"# Oracle fidelity: {args.stores} seeds x 180 days vs the paper's run\n"], {}
-    for grouping in args.grouping:
-        table, paths[grouping], seconds = run(grouping, args.stores, args.seed)
-        table.to_csv(os.path.join(OUT, f"fidelity_stores_{grouping}.csv"), index_label="store")
+    for name in args.runs:
+        table, paths[name], seconds = run(name, args.stores, args.seed)
+        csv = f"fidelity_stores_{name.replace(':', '_')}.csv"
+        table.to_csv(os.path.join(OUT, csv), index_label="store")
         cmp = metrics.compare(
             table, metrics=metrics.MAIN_TABLE + ("acted_per_day", "quality_first", "price_first")
         )
         cmp["q05"] = [table[m].quantile(0.05) for m in cmp.index]
         cmp["q95"] = [table[m].quantile(0.95) for m in cmp.index]
-        lines.append(f"\n## categories: {grouping} ({seconds:.0f} s including compilation)\n")
+        lines.append(f"\n## run: {name} ({seconds:.0f} s including compilation)\n")
         lines.append("| metric | rbjax mean ± sd | 5-95 % | paper | gap (sd) |\n|---|---|---|---|---|")
         for m, r in cmp.iterrows():
             fmt = (lambda v: f"{v:,.0f}") if abs(r["paper"]) >= 100 else (lambda v: f"{v:.4f}")
@@ -64,7 +71,7 @@ def main() -> None:
                 f"| {m} | {fmt(r['mean'])} ± {fmt(r['sd'])} | {fmt(r['q05'])} – {fmt(r['q95'])} | "
                 f"{fmt(r['paper'])} | {r['gap_sd']:+.2f} |"
             )
-        mean = paths[grouping].mean(0)
+        mean = paths[name].mean(0)
         lines.append(
             "\nMean net worth on days 0, 13, 30, 60, 90, 120, 150, 180: "
             + ", ".join(f"{mean[d]:,.0f}" for d in (0, 13, 30, 60, 90, 120, 150, 180))
@@ -74,7 +81,7 @@ def main() -> None:
         )
         print(metrics.format_compare(cmp), flush=True)
     fig = plot_net_worth(
-        paths[args.grouping[0]], paper.ORACLE_NET_WORTH, label=f"rbjax ({args.grouping[0]} categories)"
+        paths[args.runs[0]], paper.ORACLE_NET_WORTH, label=f"rbjax ({args.runs[0]} categories)"
     )
     fig.savefig(os.path.join(OUT, "oracle_net_worth.png"), dpi=120)
     with open(os.path.join(OUT, "fidelity.md"), "w") as fh:

@@ -89,6 +89,10 @@ def test_sweep_rows_map_to_their_points_and_seeds_are_shared(env, params):
         rbjax.sweep(env, null_policy, None, params, [{"nonsense": 1}])
     with pytest.raises(ValueError, match="sweep point 0"):
         rbjax.sweep(env, null_policy, None, params, [{"rent": -5.0}])
+    with pytest.raises(ValueError, match="opening_history.*0 or 1"):  # a True / False leaf takes no 2
+        rbjax.sweep(
+            env, oracle, OracleParams.default(), params, [{"opening_history": 0}, {"opening_history": 2}]
+        )
 
 
 def test_compare_counts_the_stores_without_a_value_and_flags_corrupted_ones():

@@ -121,6 +121,35 @@ def test_news_multiplier_is_clipped(env, params, reset):
     assert (qty(0.2, 0.0)[managed] == 72).all()
 
 
+def test_without_the_opening_history_the_oracle_starts_from_its_fallback_and_then_reads_its_own_sales(
+    env, params, reset
+):
+    obs, state = reset(jax.random.key(3), params)
+    priv = jax.jit(env.privileged)(state, params)
+    act = jax.jit(oracle)
+    managed = np.asarray(plan(P, obs)[0])
+    blind = act(P.replace(opening_history=jnp.bool_(False)), obs, priv, None)
+    seen = act(P, obs, priv, None)
+    # opening morning: every window row predates the opening -> no price set, orders of B x fallback (6 x 10)
+    assert not np.asarray(blind.set_price).any() and np.asarray(seen.set_price)[managed].all()
+    qty = lambda a: np.asarray(a.order).sum(1)
+    news = np.clip((1 + np.asarray(priv.news_need)) * (1 + np.asarray(priv.news_supply)), 0.5, 2.0)
+    target = np.float32(10.0) * news.astype(np.float32)
+    np.testing.assert_array_equal(qty(blind)[managed], np.floor(np.float32(6.0) * target)[managed])
+    assert not np.array_equal(qty(blind)[managed], qty(seen)[managed])
+    # two days later a record of day 1 (row W - 1) counts, the pre-opening rows still do not
+    W = obs.sales_units.shape[0]
+    units = np.zeros(obs.sales_units.shape, np.int32)
+    units[-1], units[-3] = 7, 50  # day 1 and the last pre-opening day
+    later = obs.replace(day=jnp.int32(2), sales_units=jnp.asarray(units))
+    blind = act(P.replace(opening_history=jnp.bool_(False)), later, priv, None)
+    assert np.asarray(blind.set_price)[managed].all()
+    np.testing.assert_array_equal(
+        np.asarray(blind.price)[managed], np.asarray(later.sales_price)[W - 1][managed]
+    )
+    assert W >= 3
+
+
 @pytest.fixture(scope="module")
 def oracle_episodes(env, params):
     # 16 stores x 180 days: the program of tests/test_cli.py's oracle run (the persistent cache serves it)

@@ -4,6 +4,10 @@ It reads two hidden things through ``Privileged``: the raw supplier quality and 
 Everything else comes from the agent's observation. Shapes: J products, K suppliers, W sales-window rows
 (oldest first, the last row is yesterday).
 
+``opening_history=False`` hides the pre-opening sales records from the price and demand estimates, so the
+oracle starts from its fallback demand and learns from its own sales (``docs/results.md``, "The oracle's
+expired units": the paper's sales and expired ratio agree with this reading).
+
 Per day, for the managed set U (fixed by the pre-opening profit ranking and the shelf round-robin):
 supplier k* = highest quality, ties to the cheaper; price p* = the history price with the highest mean
 profit at today's cost of k* (prices grouped by exact equality, so a chosen price is copied bit for bit);
@@ -31,6 +35,7 @@ class OracleParams:
     fallback_demand: jax.Array  # [] d0, daily demand when the history gives none (10)
     news_clip: jax.Array  # [2] range of the news multiplier (0.5, 2.0)
     capacity_buffer: jax.Array  # [] units of capacity kept free (100)
+    opening_history: jax.Array  # [] bool read the pre-opening sales records on the first mornings (True)
 
     def check(self) -> None:
         require(self, "products_per_category", lambda x: x >= 1, ">= 1")
@@ -44,6 +49,7 @@ class OracleParams:
             "(low, high), 0 < low <= high",
         )
         require(self, "capacity_buffer", lambda x: x >= 0, ">= 0")
+        require(self, "opening_history", lambda x: (x == 0) | (x == 1), "True or False")
 
     @classmethod
     def default(cls, **overrides) -> OracleParams:
@@ -55,8 +61,18 @@ class OracleParams:
             fallback_demand=jnp.float32(10.0),
             news_clip=jnp.asarray([0.5, 2.0], jnp.float32),
             capacity_buffer=jnp.float32(100.0),
+            opening_history=jnp.bool_(True),
         )
         return cls(**{**base, **{k: jnp.asarray(v, base[k].dtype) for k, v in overrides.items()}})
+
+
+def sales_units(params: OracleParams, obs: Observation) -> jax.Array:
+    """[W, J] the sales window the oracle reads: without ``opening_history``, the rows of days before the
+    opening (row w holds day ``obs.day - W + w``) count as days without a record."""
+    W = obs.sales_units.shape[0]
+    before_opening = obs.day - W + jnp.arange(W) < 0
+    keep = params.opening_history | ~before_opening
+    return jnp.where(keep[:, None], obs.sales_units, 0)
 
 
 def shelf_plan(params: OracleParams, obs: Observation):
@@ -100,7 +116,7 @@ def oracle(params: OracleParams, obs: Observation, privileged: Privileged, key=N
     K = obs.quote_price.shape[-1]
     managed, position = shelf_plan(params, obs)
     k_star, cost = best_supplier(privileged.quote_quality, obs.quote_price)
-    p_star, demand, has = price_and_demand(obs.sales_price, obs.sales_units, cost, params.window)
+    p_star, demand, has = price_and_demand(obs.sales_price, sales_units(params, obs), cost, params.window)
     news = jnp.clip(
         (1.0 + privileged.news_need) * (1.0 + privileged.news_supply),
         params.news_clip[0],

@@ -92,6 +92,8 @@ def _batched(base, fields: dict[str, list], stores: np.ndarray):
             raise ValueError(
                 f"sweep values for {field!r} must be whole numbers (an integer leaf), got {values}"
             )
+        if ref.dtype.kind == "b" and not all(np.isin(np.asarray(v, float), (0.0, 1.0)).all() for v in values):
+            raise ValueError(f"sweep values for {field!r} must be 0 or 1 (a True / False leaf), got {values}")
         try:
             col = np.stack([np.broadcast_to(np.asarray(v, ref.dtype), ref.shape) for v in values])
         except ValueError as e:
