@@ -127,6 +127,7 @@ def test_cli_rejects_bad_devices_seeds_learning_rates_and_fractional_integer_lea
         ("run --seed 99999999999", "--seed"),
         ("train ppo --lr nan --steps 1000", "PPOConfig.lr"),
         ("sweep --capacity 1.5", "EnvParams.capacity is an integer leaf"),
+        ("oracle --supplier-attempts 0", "--supplier-attempts 0: EnvConfig.supplier_attempts must be >= 1"),
     ]:
         err = cli_error(capsys, args)
         assert names in err and len([line for line in err.splitlines() if line.startswith("rbjax:")]) == 1, (

@@ -66,7 +66,9 @@ def main(args) -> None:
     save_records(os.path.join(args.out, "records.npz"), rec)
     settings = dict(model=args.model, framework="policy", stores=args.stores, days=args.days, seed=args.seed)
     with open(os.path.join(args.out, "run.json"), "w") as f:
-        json.dump(settings | {"grouping": args.grouping}, f, indent=1)
+        json.dump(
+            settings | {"grouping": args.grouping, "supplier_attempts": args.supplier_attempts}, f, indent=1
+        )
     from rbjax.runners import metrics
 
     report(args, metrics.store_metrics(rec), metrics.net_worth_paths(rec, float(params.initial_funds)))
@@ -128,6 +130,7 @@ def main_llm(args) -> None:
         seed=args.seed,
         protocol=args.protocol,
         grouping=args.grouping,
+        supplier_attempts=args.supplier_attempts,
         prompts=args.prompts,
     )
     start = time.perf_counter()

@@ -21,6 +21,14 @@ def add_env_flags(p: argparse.ArgumentParser, days: int = 180) -> None:
         default="20",
         help="categories: 20 (rbjax) or the reference's 19 labels",
     )
+    p.add_argument(
+        "--supplier-attempts",
+        type=int,
+        default=50,
+        metavar="N",
+        help="supplier worlds drawn per product at reset, one kept by the reference's selection rule (1: the "
+        "first attempt, a reset 8x cheaper on a CPU)",
+    )
     p.add_argument("--data", default=None, help="catalogue folder (default: the shipped hard_v2 catalogue)")
 
 
@@ -34,7 +42,13 @@ def make_env(args):
         catalog = load_catalog(args.data)
     except CatalogError as e:
         raise fail(f"--data: {e}") from None
-    env = Env(EnvConfig.from_catalog(catalog, grouping=args.grouping), catalog)
+    try:
+        config = EnvConfig.from_catalog(
+            catalog, grouping=args.grouping, supplier_attempts=args.supplier_attempts
+        )
+    except ValueError as e:
+        raise fail(f"--supplier-attempts {args.supplier_attempts}: {e}") from None
+    env = Env(config, catalog)
     try:
         return env, env.check_params(env.default_params().replace(horizon=np.int32(args.days)))
     except ValueError as e:
