@@ -71,7 +71,13 @@ def measure(attempts: int, worlds: int, seed: int):
     reset_per_store = (time.perf_counter() - start) / worlds
     acc = np.concatenate([np.asarray(stats(w)) for w in out])  # [worlds, J, 4]
     corr = np.concatenate([np.asarray(corr_of(keys[i : i + BATCH])) for i in range(0, worlds, BATCH)])
-    return dict(acc=acc, corr=corr, per_store=per_store, reset=reset_per_store, food=np.asarray(params.copula_rho)[:, 0] < 0.3)
+    return dict(
+        acc=acc,
+        corr=corr,
+        per_store=per_store,
+        reset=reset_per_store,
+        food=np.asarray(params.copula_rho)[:, 0] < 0.3,
+    )
 
 
 def kept_correlation(key, params, config):

@@ -11,7 +11,8 @@ from rbjax.rl.train import load
 
 # tests/test_rl.py's SMALL setting: the compiled training program comes from the persistent cache
 TRAIN = (
-    "train ppo --stores 32 --rollout-days 8 --steps 6144 --minibatches 4 --hidden 32 --days 40 --progress 0"
+    "train ppo --stores 32 --rollout-days 8 --steps 6144 --minibatches 4 --hidden 32 --days 40 --progress 0 "
+    "--supplier-attempts 1"
 )
 
 
@@ -90,7 +91,10 @@ def test_cli_train_and_eval_ppo(tmp_path, capsys):
     assert {"config.json", "policy.msgpack", "curve.csv", "curve.png"} <= {p.name for p in tmp_path.iterdir()}
     assert len(pd.read_csv(tmp_path / "curve.csv")) == 24
     # tests/test_rl.py's evaluation program (256 stores x 40 days, one device): compiled once for the suite
-    out = cli(f"--devices 1 eval --policy ppo --checkpoint {tmp_path} --stores 256 --days 40 --progress 0")
+    out = cli(
+        f"--devices 1 eval --policy ppo --checkpoint {tmp_path} --stores 256 --days 40 --progress 0 "
+        "--supplier-attempts 1"
+    )
     assert "ppo policy, 256 stores x 40 days" in out and "final_net_worth" in out
     assert "24,351" in out or "24350.98" in out  # beside the best LLM row
     # continue from the checkpoint (same program: the start policy is always an argument of the compiled run)

@@ -1,5 +1,7 @@
 """Learned-baseline plumbing: observation encoding, action decoding, per-product rewards, PPO, checkpoints."""
 
+import dataclasses
+
 import golden
 import jax
 import jax.numpy as jnp
@@ -16,9 +18,15 @@ from rbjax.rl.rewards import product_rewards
 from rbjax.rl.train import load, save, train_ppo
 
 # the small PPO setting shared by this file, the CLI test and notebooks/ppo_baseline.ipynb (same program,
-# so JAX's persistent compilation cache compiles it once per suite)
+# so JAX's persistent compilation cache compiles it once per suite), on the one-attempt supplier generator: the
+# generator is not under test here, and its reset is 8x cheaper
 SMALL = dict(num_envs=32, num_steps=8, total_steps=32 * 8 * 24, minibatches=4, hidden=32)
 SMALL_DAYS = 40
+
+
+@pytest.fixture(scope="module")
+def ppo_env(env):
+    return rbjax.Env(dataclasses.replace(env.config, supplier_attempts=1))
 
 
 def mid_episode_states(env, params):
@@ -146,11 +154,11 @@ def test_config_errors():
 
 
 @pytest.fixture(scope="module")
-def small_run(env, tmp_path_factory):
-    params = env.default_params().replace(horizon=jnp.int32(SMALL_DAYS))
+def small_run(ppo_env, tmp_path_factory):
+    params = ppo_env.default_params().replace(horizon=jnp.int32(SMALL_DAYS))
     out = tmp_path_factory.mktemp("ppo")
     return (
-        train_ppo(env, params, ppo.PPOConfig(**SMALL), seed=0, out=out, every=0, verbose=False),
+        train_ppo(ppo_env, params, ppo.PPOConfig(**SMALL), seed=0, out=out, every=0, verbose=False),
         params,
         out,
     )
@@ -170,12 +178,12 @@ def evaluate(env, params, policy_params, hidden, seeds=256):
     return np.asarray(rec.net_worth[:, -1])
 
 
-def test_short_ppo_run_improves_return(env, small_run):
+def test_short_ppo_run_improves_return(ppo_env, small_run):
     result, params, _ = small_run
     config = result.config
-    untrained = result.policy_params.replace(net=ppo.initial_policy(env, config, jax.random.key(0)).net)
-    before = evaluate(env, params, untrained, config.hidden)
-    after = evaluate(env, params, result.policy_params, config.hidden)
+    untrained = result.policy_params.replace(net=ppo.initial_policy(ppo_env, config, jax.random.key(0)).net)
+    before = evaluate(ppo_env, params, untrained, config.hidden)
+    after = evaluate(ppo_env, params, result.policy_params, config.hidden)
     # same 256 seeds (common random numbers): the trained policy ends richer on average, by more than the
     # paired noise (3 standard errors of the paired difference)
     diff = after - before
@@ -200,11 +208,11 @@ def test_checkpoint_round_trip(env, small_run, tmp_path):
         load(tmp_path / "nowhere", env)
 
 
-def test_same_seed_same_training(env, small_run):
+def test_same_seed_same_training(ppo_env, small_run):
     result, params, _ = small_run
-    train = jax.jit(ppo.make_train(env, result.config))
+    train = jax.jit(ppo.make_train(ppo_env, result.config))
     key = jax.random.key(0)
-    _, metrics = train(key, params, ppo.initial_policy(env, result.config, key))
+    _, metrics = train(key, params, ppo.initial_policy(ppo_env, result.config, key))
     np.testing.assert_array_equal(
         np.asarray(metrics["episode_net_worth"]), result.curve.episode_net_worth.to_numpy()
     )

@@ -78,16 +78,17 @@ def test_a_store_does_not_depend_on_its_position_in_a_large_batch(env, params):
     >= B/3 of a 1,024-store batch read another product's gain from day 3 on, so a swept point's results
     depended on where it sat in the batch (an (s, S) point scored 89 days alone and 146 in a sweep).
     """
-    from rbjax.policies import BEST_RATED, SSParams, s_S
-
     from rbjax.model.suppliers import make_world
+    from rbjax.policies import BEST_RATED, SSParams, s_S
 
     seeds, copies = 32, 32
     keys = jnp.concatenate([jax.random.split(jax.random.key(0), seeds)] * copies)
     policy_params = SSParams.default().replace(supplier=jnp.int32(BEST_RATED))
     # one supplier world for every store (the miscompile is not in the suppliers): 1,024 resets without the
     # supplier selection
-    params = params.replace(world=jax.jit(make_world, static_argnums=2)(jax.random.key(1), params, env.config))
+    params = params.replace(
+        world=jax.jit(make_world, static_argnums=2)(jax.random.key(1), params, env.config)
+    )
     rec, _ = rollout(env, s_S, policy_params, params, keys, days=10, records="full")
     for name, x in zip(rec.__dataclass_fields__, jax.tree.leaves(rec)):
         x = np.asarray(x).reshape((copies, seeds) + x.shape[1:])

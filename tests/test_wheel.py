@@ -69,6 +69,6 @@ def test_wheel_installs_with_its_data_and_runs_outside_the_repository(tmp_path):
     oracle = rbjax("--devices", "1", "oracle", "--stores", "16", "--days", "180", "--progress", "0")
     assert "oracle policy, 16 stores x 180 days" in oracle
     checkpoint = where.split()[1]
-    common = "--devices 1 eval --policy ppo --greedy --stores 256 --days 40 --progress 0".split()
+    common = "--devices 1 eval --policy ppo --greedy --stores 256 --days 40 --progress 0 --supplier-attempts 1".split()
     ppo = rbjax(*common, "--checkpoint", checkpoint)
     assert "ppo policy, 256 stores x 40 days" in ppo
