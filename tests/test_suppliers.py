@@ -77,6 +77,24 @@ def test_the_event_scan_counts_the_lacking_dates_of_a_day_by_day_replay(env, par
     assert np.abs(np.asarray(corr) - drawn).max() < 0.02
 
 
+def test_the_rule_on_tier_codes_equals_the_rule_on_tier_pairs():
+    """The scan's ``diversity_codes`` and the daily step's ``diversity`` on 20,000 random product-days, a third
+    with a (Q7, P5) supplier planted, a third with a Q1 supplier planted."""
+    rng = np.random.default_rng(0)
+    n = 20_000
+    q, p = rng.integers(0, 7, (n, K)), rng.integers(0, 5, (n, K))
+    q[: n // 3, 1], p[: n // 3, 1] = suppliers.WORST_QUALITY, suppliers.CHEAPEST_PRICE
+    q[n // 3 : 2 * n // 3, 3] = suppliers.BEST_QUALITY
+    u = jnp.asarray(rng.uniform(size=(n, 3)), jnp.float32)
+    q, p = jnp.asarray(q, jnp.int32), jnp.asarray(p, jnp.int32)
+    want_q, want_p = jax.jit(suppliers.diversity)(q, p, u)
+    codes = jax.jit(suppliers.diversity_codes)(list((q * suppliers.PRICE_TIERS + p).T), u)
+    got = np.stack([np.asarray(c) for c in codes], -1)
+    np.testing.assert_array_equal(got // suppliers.PRICE_TIERS, np.asarray(want_q))
+    np.testing.assert_array_equal(got % suppliers.PRICE_TIERS, np.asarray(want_p))
+    assert (np.asarray(want_q) != np.asarray(q)).any()  # the rule does act
+
+
 def test_the_kept_attempt_is_the_first_in_the_band_or_the_closest_valid_one():
     band = jnp.asarray([[0.2, 0.3]] * 4)
     corr = jnp.asarray(

@@ -151,7 +151,7 @@ def selection_stats(world: World, params: EnvParams):
         return sums + m * jnp.stack([c[:, 0], c[:, 1], n, n, c[:, 0]], -1)
 
     def rule(code, t, live):
-        new = jnp.stack(diversity(list(code), rule_draws(seed, jnp.minimum(t, T - 1))))
+        new = jnp.stack(diversity_codes(list(code), rule_draws(seed, jnp.minimum(t, T - 1))))
         code = jnp.where(live[None], new, code)
         return code, live & ~(_has_best(code) & _has_bad(code))
 
@@ -268,11 +268,7 @@ def update_tiers(world: World, params: EnvParams, quality_tier, price_tier, cal_
     pick = lambda table: jnp.sum(jnp.where(which, table.astype(jnp.int32), 0), 0)
     q = jnp.where(starts, pick(world.cycle_quality), quality_tier.astype(jnp.int32))
     p = jnp.where(starts, pick(world.cycle_price), price_tier.astype(jnp.int32))
-    code = diversity(
-        list((q * PRICE_TIERS + p).T), rule_draws(rule_seed(world), jnp.full((J,), cal_day, jnp.int32))
-    )
-    code = jnp.stack(code, -1)
-    q, p = code // PRICE_TIERS, code % PRICE_TIERS
+    q, p = diversity(q, p, rule_draws(rule_seed(world), jnp.full((J,), cal_day, jnp.int32)))
     q, p = materialize(q.astype(jnp.int8), p.astype(jnp.int8))  # computed once, not inside each consumer
     return q, p
 
@@ -298,9 +294,31 @@ def _index(u: jax.Array, n: int) -> jax.Array:
     return jnp.minimum(jnp.floor(u * n), n - 1).astype(jnp.int32)
 
 
-def diversity(code: list[jax.Array], u: jax.Array) -> list[jax.Array]:
+def diversity(q: jax.Array, p: jax.Array, u: jax.Array):
     """The enforced-diversity rule on one day: if nobody is (Q7, P5), a random supplier becomes so; then, if
     nobody was Q1 (checked before that override), a random other supplier becomes Q1 with a random price tier.
+
+    q, p: [J, K] int32 tiers; u: [J, 3] ``rule_draws``. Returns the new (q, p).
+    """
+    K = q.shape[-1]
+    had_best = (q == BEST_QUALITY).any(-1, keepdims=True)
+    is_bad = (q == WORST_QUALITY) & (p == CHEAPEST_PRICE)
+    no_bad = ~is_bad.any(-1, keepdims=True)
+    bad_slot = jnp.where(no_bad[:, 0], _index(u[:, 0], K), jnp.argmax(is_bad, -1))
+    force_bad = no_bad & (jnp.arange(K) == bad_slot[:, None])
+    q = jnp.where(force_bad, WORST_QUALITY, q)
+    p = jnp.where(force_bad, CHEAPEST_PRICE, p)
+    pick_best = _index(u[:, 1], K - 1)
+    best_slot = pick_best + (pick_best >= bad_slot)  # uniform over the suppliers other than the bad one
+    force_best = ~had_best & (jnp.arange(K) == best_slot[:, None])
+    q = jnp.where(force_best, BEST_QUALITY, q)
+    p = jnp.where(force_best, _index(u[:, 2], CHEAPEST_PRICE + 1)[:, None], p)
+    return q, p
+
+
+def diversity_codes(code: list[jax.Array], u: jax.Array) -> list[jax.Array]:
+    """``diversity`` on tier codes, for the selection's event scan (the two agree exactly: the scan's lacking
+    dates equal a day-by-day replay through ``update_tiers``, ``tests/test_suppliers.py``).
 
     code: K arrays [J] of int32 tier codes (``PRICE_TIERS`` x quality + price); u: [J, 3] ``rule_draws``.
     Returns the K new code arrays. Per supplier, not over a [J, K] axis: elementwise passes that fuse.
