@@ -23,6 +23,7 @@ import pytest
 # Tests that compile the same programs share a pytest-xdist group (one worker, one after another), so the later
 # ones load them from the persistent cache instead of compiling them again; every other test is grouped by file.
 GROUPS = {
+    "tests/test_golden.py": "ppo",  # its random-policy rollout (4 stores x 30 days) is test_rl.py's mid-episode states
     "tests/test_rl.py": "ppo",
     "tests/test_cli.py::test_cli_train_and_eval_ppo": "ppo",
     "tests/test_notebooks.py::test_notebook_runs[ppo_baseline.ipynb]": "ppo",
