@@ -14,7 +14,7 @@ import numpy as np
 from rbjax.policies import RandomParams, random_policy
 
 
-def check_env(env, params, stores: int = 2, days: int = 12, seed: int = 0, one_by_one: bool = True) -> None:
+def check_env(env, params, stores: int = 4, days: int = 12, seed: int = 0, one_by_one: bool = True) -> None:
     step = jax.jit(env.step)
     batched_step = jax.jit(jax.vmap(chex.assert_max_traces(env.step, n=1), in_axes=(0, 0, 0, None)))
     policy = jax.jit(jax.vmap(random_policy, in_axes=(None, 0, None, 0)))

@@ -3,6 +3,8 @@
 import subprocess
 import sys
 
+import golden
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -25,12 +27,20 @@ def rbjax(*args, check=True):
 
 def test_cli_info_and_oracle(tmp_path):
     assert "96 products in 20 categories" in rbjax("info").stdout
-    # the size of notebooks/oracle_sweep.ipynb's rollout, on one device: the compiled program is shared
-    out = rbjax(f"--devices 1 oracle --stores 16 --days 180 --progress 0 --out {tmp_path}").stdout
-    assert "oracle policy, 16 stores x 180 days" in out and "final_net_worth" in out and "131,510" in out
+    # the golden fixture's oracle stores for 180 days, 30 per call: the golden test's compiled program
+    r = rbjax(
+        f"--devices 1 oracle --stores {golden.STORES} --days 180 --seed {golden.SEED} --progress {golden.DAYS} "
+        f"--records --out {tmp_path}"
+    )
+    assert "oracle policy, 4 stores x 180 days" in r.stdout and "final_net_worth" in r.stdout
+    assert r.stderr.count("rollout: 4 stores, day ") == 6
     table = pd.read_csv(tmp_path / "oracle_stores.csv")
-    assert len(table) == 16 and (table.survival_days == 180).all()
+    assert len(table) == golden.STORES and (table.survival_days == 180).all()
     assert (tmp_path / "oracle_net_worth.png").exists()
+    with np.load(tmp_path / "records.npz") as got, np.load(golden.FIXTURE) as want:
+        for name in got.files:
+            first = got[name][:, : golden.DAYS]
+            assert np.array_equal(first, want[f"oracle/records/{name}"], equal_nan=True), name
 
 
 def test_cli_sweep_writes_tables_and_plots(tmp_path):

@@ -1,5 +1,6 @@
 """rbjax.policies.oracle: every rule on hand-built inputs, and a whole oracle episode."""
 
+import golden
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -96,7 +97,9 @@ def test_oracle_action_copies_prices_bit_for_bit_and_orders_in_shelf_order(env, 
     hist = np.asarray(obs.sales_price)
     for j in np.flatnonzero(np.asarray(action.set_price)):
         assert np.asarray(action.price)[j] in hist[:, j]
-    _, state2, _, _, _, info = step(jax.random.key(4), state, action, params)
+    # ranks as floats (the layout of tests/test_orders.py's NaN-rank step: one compiled step for both)
+    float_ranks = action.replace(order_rank=action.order_rank.astype(jnp.float32))
+    _, state2, _, _, _, info = step(jax.random.key(4), state, float_ranks, params)
     assert np.array_equal(np.asarray(state2.prices)[managed], np.asarray(action.price)[managed])
     assert int(info.price_changed.sum()) == 40
 
@@ -152,9 +155,9 @@ def test_without_the_opening_history_the_oracle_starts_from_its_fallback_and_the
 
 @pytest.fixture(scope="module")
 def oracle_episodes(env, params):
-    # 16 stores x 180 days: the program of tests/test_cli.py's oracle run (the persistent cache serves it)
-    keys = jax.random.split(jax.random.key(11), 16)
-    return rollout(env, oracle, P, params, keys, days=180)
+    # 4 stores x 180 days, 30 per call: the golden test's compiled program (the persistent cache serves it)
+    keys = jax.random.split(jax.random.key(11), golden.STORES)
+    return rollout(env, oracle, P, params, keys, days=180, records="full", progress=golden.DAYS)
 
 
 def test_oracle_survives_180_days_with_finite_metrics(oracle_episodes):

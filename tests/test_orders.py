@@ -71,7 +71,9 @@ def test_a_nan_order_rank_is_placed_last_charged_in_full_and_counted(params, res
         np.full(J, np.nan, np.float32),
         np.where(np.arange(J) % 3 == 0, np.nan, np.arange(J, 0, -1.0)),
     ):
-        a = Action(price=s.prices, shelf=s.shelf, order=order, order_rank=jnp.asarray(rank, jnp.float32))
+        # no price call (as set_price=None would decide here): the oracle's action layout, whose step is compiled
+        no_call = jnp.zeros(J, bool)
+        a = Action(s.prices, s.shelf, order, set_price=no_call, order_rank=jnp.asarray(rank, jnp.float32))
         _, s2, _, _, _, info = step(jax.random.key(1), s, a, params)
         cost_of_lines = float(jnp.sum(info.ordered.astype(jnp.float32) * s.suppliers.quote_price[:, 0]))
         assert float(s.funds - s2.funds) == pytest.approx(

@@ -1,5 +1,6 @@
 """rbjax.runners.rollout: whole random-policy episodes, determinism, batch position, chunks of stores."""
 
+import golden
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -8,13 +9,23 @@ import pytest
 from rbjax.policies import RandomParams, random_policy
 from rbjax.runners.rollout import rollout
 
+STORES, PER_CALL = golden.STORES, golden.DAYS  # the golden fixture's program: 4 stores, 30 days per call
+
 
 @pytest.fixture(scope="module")
 def episodes(env, params):
-    """Three 180-day random-policy stores with full per-product records."""
-    keys = jax.random.split(jax.random.key(42), 3)
-    rec, final = rollout(env, random_policy, RandomParams.default(), params, keys, days=180, records="full")
+    """The golden fixture's four random-policy stores for 180 days (six calls of 30), full records."""
+    keys = jax.random.split(jax.random.key(golden.SEED), STORES)
+    rec, final = rollout(
+        env, random_policy, RandomParams.default(), params, keys, days=180, records="full", progress=PER_CALL
+    )
     return jax.tree.map(np.asarray, rec), final
+
+
+def test_calls_of_thirty_days_continue_the_golden_records(episodes):
+    with np.load(golden.FIXTURE) as data:
+        for name, value in vars(episodes[0]).items():
+            assert np.array_equal(value[:, :PER_CALL], data[f"random/records/{name}"], equal_nan=True), name
 
 
 def test_unit_conservation(episodes):
@@ -58,7 +69,7 @@ def test_episodes_finite_and_off_shelf_never_sells(episodes):
 
 def test_same_key_same_trajectory_and_batched_equals_unbatched(env, params, reset, step, episodes):
     rec, _ = episodes
-    key = jax.random.split(jax.random.key(42), 3)[1]
+    key = jax.random.split(jax.random.key(golden.SEED), STORES)[1]
     k_reset, k_run = jax.random.split(key)
     obs, s = reset(k_reset, params)
     policy = jax.jit(random_policy)
@@ -78,17 +89,16 @@ def test_a_store_does_not_depend_on_its_position_in_a_large_batch(env, params):
     >= B/3 of a 1,024-store batch read another product's gain from day 3 on, so a swept point's results
     depended on where it sat in the batch (an (s, S) point scored 89 days alone and 146 in a sweep).
     """
-    from rbjax.model.suppliers import make_world
     from rbjax.policies import BEST_RATED, SSParams, s_S
 
     seeds, copies = 32, 32
     keys = jnp.concatenate([jax.random.split(jax.random.key(0), seeds)] * copies)
     policy_params = SSParams.default().replace(supplier=jnp.int32(BEST_RATED))
     # one supplier world for every store (the miscompile is not in the suppliers): 1,024 resets without the
-    # supplier selection
-    params = params.replace(
-        world=jax.jit(make_world, static_argnums=2)(jax.random.key(1), params, env.config)
-    )
+    # supplier selection. The world is a store's from the golden test's compiled reset (4 stores).
+    reset = jax.jit(jax.vmap(env.reset, in_axes=(0, None)))
+    _, opened = reset(jax.random.split(jax.random.key(1), golden.STORES), params)
+    params = params.replace(world=jax.tree.map(lambda x: x[0], opened.world))
     rec, _ = rollout(env, s_S, policy_params, params, keys, days=10, records="full")
     for name, x in zip(rec.__dataclass_fields__, jax.tree.leaves(rec)):
         x = np.asarray(x).reshape((copies, seeds) + x.shape[1:])
@@ -102,11 +112,11 @@ def _same(a, b) -> bool:
 
 
 def test_chunks_of_stores_equal_one_batch(env, params, episodes, capsys):
-    """7 stores in chunks of 3 (the last padded) reuse the episodes' program (180 days per call) and give each
-    store the records and final state it has in one batch: the keys are the episodes' three, reordered and
+    """7 stores in chunks of 4 (the last padded) reuse the episodes' program (30 days per call) and give each
+    store the records and final state it has in one batch: the keys are the episodes' four, reordered and
     repeated."""
-    keys = jax.random.split(jax.random.key(42), 3)
-    order = [0, 1, 2, 1, 2, 0, 2]
+    keys = jax.random.split(jax.random.key(golden.SEED), STORES)
+    order = [0, 1, 2, 3, 1, 2, 0]
     rec, final = rollout(
         env,
         random_policy,
@@ -115,39 +125,42 @@ def test_chunks_of_stores_equal_one_batch(env, params, episodes, capsys):
         keys[np.array(order)],
         days=180,
         records="full",
-        store_chunk=3,
-        progress=180,
+        store_chunk=STORES,
+        progress=PER_CALL,
     )
     want = jax.tree.map(lambda x: np.asarray(x)[order], episodes)
     assert isinstance(rec.sold, np.ndarray) and rec.sold.shape[:2] == (7, 180)
     assert _same((rec, final), want)
     lines = capsys.readouterr().err.splitlines()
-    assert lines[0].startswith("rollout: stores 0-2 of 7, day 180/180,") and "left" in lines[0]
-    assert lines[-1].startswith("rollout: stores 6-6 of 7, day 180/180,") and "left" not in lines[-1]
+    assert lines[0].startswith("rollout: stores 0-3 of 7, day 30/180,") and "left" in lines[0]
+    assert lines[-1].startswith("rollout: stores 4-6 of 7, day 180/180,") and "left" not in lines[-1]
 
 
 def test_the_automatic_chunk_is_what_fits_in_memory(env, params, episodes, monkeypatch):
-    """With the host's memory faked to hold 3 stores' peak footprint twice over, 7 stores run as 3 + 3 + 1."""
+    """With the host's memory faked to hold 4 stores' peak footprint twice over, 7 stores run as 4 + 3."""
     from rbjax.runners import rollout as module
 
     per_store = module.PEAK_PER_STATE * module.store_bytes(env) + 180 * module.record_bytes(env, "full")
-    assert module.store_bytes(env) == env.state_bytes(episodes[1]) // 3  # the estimate is the real state
-    monkeypatch.setattr(module, "host_available_bytes", lambda: int(6.5 * per_store))
+    assert module.store_bytes(env) == env.state_bytes(episodes[1]) // STORES  # the estimate is the real state
+    monkeypatch.setattr(module, "host_available_bytes", lambda: int(8.5 * per_store))
     monkeypatch.setattr(module, "ALWAYS_WHOLE", 2)
-    assert module.auto_store_chunk(env, "full", 180, tuple(jax.devices())) == 3
-    keys = jax.random.split(jax.random.key(42), 3)[np.array([2, 0, 1, 0, 1, 2, 2])]
+    assert module.auto_store_chunk(env, "full", 180, tuple(jax.devices())) == STORES
+    order = [2, 0, 1, 3, 1, 3, 2]
+    keys = jax.random.split(jax.random.key(golden.SEED), STORES)[np.array(order)]
     chunks = list(
-        module.rollout_chunks(env, random_policy, RandomParams.default(), params, keys, 180, records="full")
+        module.rollout_chunks(
+            env, random_policy, RandomParams.default(), params, keys, 180, records="full", progress=PER_CALL
+        )
     )
-    assert [(c.start, c.stop) for c in chunks] == [(0, 3), (3, 6), (6, 7)]
-    assert _same(chunks[2].records, jax.tree.map(lambda x: np.asarray(x)[2:3], episodes[0]))
+    assert [(c.start, c.stop) for c in chunks] == [(0, 4), (4, 7)]
+    assert _same(chunks[1].records, jax.tree.map(lambda x: np.asarray(x)[order[4:]], episodes[0]))
 
 
 def test_records_writer_streams_chunks_into_one_npz(tmp_path, episodes):
     from rbjax.runners.record_files import RecordsWriter
 
     rec = episodes[0]
-    with RecordsWriter(tmp_path / "r.npz", 3) as w:
+    with RecordsWriter(tmp_path / "r.npz", STORES) as w:
         w.write(2, jax.tree.map(lambda x: x[2:], rec))
         w.write(0, jax.tree.map(lambda x: x[:2], rec))
     saved = np.load(tmp_path / "r.npz")

@@ -66,8 +66,8 @@ def test_wheel_installs_with_its_data_and_runs_outside_the_repository(tmp_path):
     assert str(site) in where and str(ROOT) not in where
     assert "96 products in 20 categories" in rbjax("info")
     # the programs of tests/test_cli.py's runs: the compiled programs come from the persistent cache
-    oracle = rbjax("--devices", "1", "oracle", "--stores", "16", "--days", "180", "--progress", "0")
-    assert "oracle policy, 16 stores x 180 days" in oracle
+    oracle = rbjax(*"--devices 1 oracle --stores 4 --days 180 --progress 30 --records --out oracle".split())
+    assert "oracle policy, 4 stores x 180 days" in oracle and (work / "oracle" / "records.npz").exists()
     checkpoint = where.split()[1]
     common = "--devices 1 eval --policy ppo --greedy --stores 256 --days 40 --progress 0 --supplier-attempts 1".split()
     ppo = rbjax(*common, "--checkpoint", checkpoint)

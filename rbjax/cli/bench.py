@@ -12,7 +12,7 @@ def main(args) -> None:
 
     n = len(jax.devices())
     if args.quick:  # a smoke test: one policy, one batch, no float64 run
-        policies, batches, days, counts, substep_batch, drift = ["null"], [2], 2, [n], 2, None
+        policies, batches, days, counts, substep_batch, drift = ["null"], [4], 2, [n], 4, None
     else:
         policies, batches = list(profiler.POLICIES), [int(b) for b in args.batches.split(",")]
         days, counts, substep_batch, drift = args.days, sorted({1, n}), 1024, (16, 180)
