@@ -27,7 +27,6 @@ GROUPS = {
     "tests/test_golden.py": "golden",
     "tests/test_rollout.py": "golden",
     "tests/test_rl.py": "ppo",  # its mid-episode states are the golden random rollout (from the other worker)
-    "tests/test_cli.py::test_cli_train_and_eval_ppo": "ppo",
     "tests/test_notebooks.py::test_notebook_runs[ppo_baseline.ipynb]": "ppo",
     "tests/test_cli.py::test_cli_info_and_oracle": "oracle",
     "tests/test_notebooks.py::test_notebook_runs[oracle_sweep.ipynb]": "oracle",

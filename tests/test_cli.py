@@ -1,4 +1,5 @@
-"""rbjax.cli: the README's main job, the sweep, PPO train and eval, and one-line errors, run as a user would."""
+"""rbjax.cli: the README's main job, the sweep and one-line errors, run as a user would (PPO train and eval:
+tests/test_rl.py)."""
 
 import subprocess
 import sys
@@ -7,15 +8,6 @@ import golden
 import numpy as np
 import pandas as pd
 import pytest
-
-from rbjax import Env
-from rbjax.rl.train import load
-
-# tests/test_rl.py's SMALL setting: the compiled training program comes from the persistent cache
-TRAIN = (
-    "train ppo --stores 32 --rollout-days 8 --steps 6144 --minibatches 4 --hidden 32 --days 40 --progress 0 "
-    "--supplier-attempts 1"
-)
 
 
 def rbjax(*args, check=True):
@@ -86,34 +78,6 @@ def test_cli_checks_out_is_writable_before_any_work(tmp_path):
     blocker.write_text("")
     r = rbjax(f"oracle --stores 2 --days 2 --out {blocker / 'sub'}", check=False)
     assert r.returncode != 0 and "--out" in r.stderr and "rollout" not in r.stderr
-
-
-def test_cli_train_and_eval_ppo(tmp_path, capsys):
-    """In this process (``rbjax.cli.main``), so the second training reuses the first one's traced program."""
-    from rbjax.cli import main
-
-    def cli(line):
-        main(line.split())
-        return capsys.readouterr().out
-
-    out = cli(f"{TRAIN} --out {tmp_path}")
-    assert "24 updates" in out and "store-days/s" in out
-    assert {"config.json", "policy.msgpack", "curve.csv", "curve.png"} <= {p.name for p in tmp_path.iterdir()}
-    assert len(pd.read_csv(tmp_path / "curve.csv")) == 24
-    # tests/test_rl.py's evaluation program (256 stores x 40 days, one device): compiled once for the suite
-    out = cli(
-        f"--devices 1 eval --policy ppo --checkpoint {tmp_path} --stores 256 --days 40 --progress 0 "
-        "--supplier-attempts 1"
-    )
-    assert "ppo policy, 256 stores x 40 days" in out and "final_net_worth" in out
-    assert "24,351" in out or "24350.98" in out  # beside the best LLM row
-    # continue from the checkpoint (same program: the start policy is always an argument of the compiled run)
-    first, _ = load(tmp_path, Env())
-    assert "24 updates" in cli(f"{TRAIN} --init {tmp_path} --out {tmp_path / 'more'}")
-    second, _ = load(tmp_path / "more", Env())
-    assert float(second.globals_.count) == pytest.approx(2 * float(first.globals_.count), rel=1e-3)
-    with pytest.raises(SystemExit, match="hidden=32"):
-        main(f"train ppo --hidden 16 --init {tmp_path} --steps 100000".split())
 
 
 def test_cli_points_the_compilation_cache_at_its_folder(tmp_path, monkeypatch):

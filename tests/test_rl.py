@@ -6,6 +6,7 @@ import golden
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pandas as pd
 import pytest
 
 import rbjax
@@ -17,7 +18,7 @@ from rbjax.rl.normalize import RunningStats
 from rbjax.rl.rewards import product_rewards
 from rbjax.rl.train import load, save, train_ppo
 
-# the small PPO setting shared by this file, the CLI test and notebooks/ppo_baseline.ipynb (same program,
+# the small PPO setting shared by this file (API and CLI runs) and notebooks/ppo_baseline.ipynb (same program,
 # so JAX's persistent compilation cache compiles it once per suite), on the one-attempt supplier generator: the
 # generator is not under test here, and its reset is 8x cheaper
 SMALL = dict(num_envs=32, num_steps=8, total_steps=32 * 8 * 24, minibatches=4, hidden=32)
@@ -208,14 +209,46 @@ def test_checkpoint_round_trip(env, small_run, tmp_path):
         load(tmp_path / "nowhere", env)
 
 
-def test_same_seed_same_training(ppo_env, small_run):
-    result, params, _ = small_run
-    train = jax.jit(ppo.make_train(ppo_env, result.config))
-    key = jax.random.key(0)
-    _, metrics = train(key, params, ppo.initial_policy(ppo_env, result.config, key))
-    np.testing.assert_array_equal(
-        np.asarray(metrics["episode_net_worth"]), result.curve.episode_net_worth.to_numpy()
+# ``rbjax train ppo`` with the SMALL setting (seed 0)
+TRAIN = (
+    "train ppo --stores 32 --rollout-days 8 --steps 6144 --minibatches 4 --hidden 32 --days 40 --progress 0 "
+    "--supplier-attempts 1"
+)
+
+
+def test_cli_trains_what_train_ppo_trains_then_evaluates_and_continues(ppo_env, small_run, tmp_path, capsys):
+    """``rbjax train ppo`` (in this process) with the same setting and seed as ``small_run`` gives the same weights
+    bit for bit (same seed, same training); ``rbjax eval`` reads the checkpoint; ``--init`` continues it."""
+    from rbjax.cli import main
+
+    def cli(line):
+        main(line.split())
+        return capsys.readouterr().out
+
+    result, _, _ = small_run
+    out = cli(f"{TRAIN} --out {tmp_path}")
+    assert "24 updates" in out and "store-days/s" in out
+    assert {"config.json", "policy.msgpack", "curve.csv", "curve.png"} <= {p.name for p in tmp_path.iterdir()}
+    curve = pd.read_csv(tmp_path / "curve.csv")
+    assert len(curve) == 24
+    np.testing.assert_allclose(curve.episode_net_worth, result.curve.episode_net_worth, rtol=1e-6)
+    first, config = load(tmp_path, ppo_env)
+    assert config == result.config
+    for a, b in zip(jax.tree.leaves(first), jax.tree.leaves(result.policy_params)):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    # the evaluation program of ``evaluate`` (256 stores x 40 days, one device): compiled once for the suite
+    out = cli(
+        f"--devices 1 eval --policy ppo --checkpoint {tmp_path} --stores 256 --days 40 --progress 0 "
+        "--supplier-attempts 1"
     )
+    assert "ppo policy, 256 stores x 40 days" in out and "final_net_worth" in out
+    assert "24,351" in out or "24350.98" in out  # beside the best LLM row
+    # continue from the checkpoint (same program: the start policy is always an argument of the compiled run)
+    assert "24 updates" in cli(f"{TRAIN} --init {tmp_path} --out {tmp_path / 'more'}")
+    second, _ = load(tmp_path / "more", ppo_env)
+    assert float(second.globals_.count) == pytest.approx(2 * float(first.globals_.count), rel=1e-3)
+    with pytest.raises(SystemExit, match="hidden=32"):
+        main(f"train ppo --hidden 16 --init {tmp_path} --steps 100000".split())
 
 
 def test_config_refuses_non_finite_learning_rates():
