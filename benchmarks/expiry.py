@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import os
 import time
+from pathlib import Path
 
 import jax
 import jax.numpy as jnp
@@ -32,7 +32,7 @@ from rbjax.policies import OracleParams, oracle
 from rbjax.policies.estimates import price_and_demand
 from rbjax.policies.oracle import best_supplier
 
-OUT = os.path.join(os.path.dirname(__file__), "out")
+OUT = Path(__file__).parent / "out"
 WINDOWS = ((0, 30), (30, 60), (60, 120), (120, 180))
 PAPER_EXPIRED, PAPER_SALES = 0.0059, 267_998
 
@@ -160,9 +160,8 @@ def main():
         f"{100 * (base['ratio'] <= PAPER_EXPIRED).mean():.1f} %.",
     ]
     text = "\n".join(lines) + "\n"
-    os.makedirs(OUT, exist_ok=True)
-    with open(os.path.join(OUT, "expiry.md"), "w") as f:
-        f.write(text)
+    OUT.mkdir(exist_ok=True)
+    (OUT / "expiry.md").write_text(text)
     print(text)
 
 

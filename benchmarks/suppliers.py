@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import os
 import time
+from pathlib import Path
 
 import jax
 import jax.numpy as jnp
@@ -23,7 +23,7 @@ import numpy as np
 from rbjax import Env
 from rbjax.model import suppliers as S
 
-OUT = os.path.join(os.path.dirname(__file__), "out")
+OUT = Path(__file__).parent / "out"
 BATCH = 64
 
 
@@ -112,9 +112,8 @@ def main():
         row("selection among 50", results[50]),
     ]
     text = "\n".join(lines) + "\n"
-    os.makedirs(OUT, exist_ok=True)
-    with open(os.path.join(OUT, "suppliers.md"), "w") as f:
-        f.write(text)
+    OUT.mkdir(exist_ok=True)
+    (OUT / "suppliers.md").write_text(text)
     print(text)
 
 
