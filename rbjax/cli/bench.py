@@ -11,8 +11,8 @@ def main(args) -> None:
     from rbjax.perf import bench as profiler
 
     n = len(jax.devices())
-    if args.quick:  # a smoke test: one policy, one batch, no float64 run
-        policies, batches, days, counts, substep_batch, drift = ["null"], [4], 2, [n], 4, None
+    if args.quick:  # a smoke test: one policy, one small batch, a month, no float64 run
+        policies, batches, days, counts, substep_batch, drift = ["random"], [4], 30, [n], 4, None
     else:
         policies, batches = list(profiler.POLICIES), [int(b) for b in args.batches.split(",")]
         days, counts, substep_batch, drift = args.days, sorted({1, n}), 1024, (16, 180)

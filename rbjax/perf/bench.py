@@ -35,10 +35,12 @@ def _pad_keys(b: int, n_dev: int):
     return jax.random.split(jax.random.key(0), b + (-b % n_dev))
 
 
-def throughput(env: Env, params, policy: str, devices: tuple, batch: int, days: int) -> dict:
+def throughput(
+    env: Env, params, policy: str, devices: tuple, batch: int, days: int, records: str = "summary"
+) -> dict:
     fn, pp = make(policy)
     keys = _pad_keys(batch, len(devices))
-    reset, chunk = compiled(env, fn, "summary", None, None, devices)
+    reset, chunk = compiled(env, fn, records, None, None, devices)
     start = time.perf_counter()
     obs, state = jax.block_until_ready(reset(keys, params))
     (obs, state), rec = jax.block_until_ready(chunk(pp, params, obs, state, keys, np.int32(0), days))
@@ -69,13 +71,14 @@ def substeps(
     days_before: int = 20,
     warmup: str = "oracle",
     only: tuple[str, ...] | None = None,
+    records: str = "summary",
 ) -> tuple[pd.DataFrame, dict]:
     """Module costs, the oracle day and the floor kernel at ``batch`` stores (one device), on the state
     after ``days_before`` days of the ``warmup`` policy."""
     fn, pp = make("oracle")
     warm_fn, warm_pp = make(warmup)
     keys = jax.random.split(jax.random.key(1), batch)
-    reset, chunk = compiled(env, warm_fn, "summary", None, None, (jax.devices()[0],))
+    reset, chunk = compiled(env, warm_fn, records, None, None, (jax.devices()[0],))
     obs, state = reset(keys, params)
     (obs, state), _ = chunk(warm_pp, params, obs, state, keys, np.int32(0), days_before)
     priv = jax.vmap(env.privileged, in_axes=(0, None))(state, params)
@@ -191,7 +194,9 @@ def run(
     quick: bool = False,
 ) -> str:
     """Measure and write the tables; ``drift_size`` = (stores, days) of the float64 comparison, or None.
-    ``quick``: the module table times only QUICK_SUBSTEPS, after a few days of the first policy."""
+    ``quick``: a smoke test. The rollouts keep full records (``rollout``'s own programs at that size), and the
+    module table times only QUICK_SUBSTEPS after the first policy's days."""
+    records = "full" if quick else "summary"
     env = Env()
     params = env.default_params()
     out.mkdir(parents=True, exist_ok=True)
@@ -201,7 +206,7 @@ def run(
             devices = tuple(jax.devices()[:n])
             for b in batches:
                 try:
-                    rows.append(throughput(env, params, policy, devices, b, days))
+                    rows.append(throughput(env, params, policy, devices, b, days, records))
                 except Exception as e:  # a batch too large for memory ends this row of the table
                     print(
                         f"{policy}, {n} device(s), batch {b}: stopped ({type(e).__name__})", file=sys.stderr
@@ -217,7 +222,7 @@ def run(
     table = pd.DataFrame(rows)
     table.to_csv(out / "bench.csv", index=False)
     mods, summary = (
-        substeps(env, params, module_batch, days, policies[0], QUICK_SUBSTEPS)
+        substeps(env, params, module_batch, days, policies[0], QUICK_SUBSTEPS, records)
         if quick
         else substeps(env, params, module_batch)
     )
