@@ -66,6 +66,13 @@ def record_arrays(records) -> dict[str, np.ndarray]:
     return {k: np.asarray(v) for k, v in vars(records).items()}
 
 
+def expected_records(policy: str) -> dict[str, np.ndarray]:
+    """{field: array [STORES, DAYS, ...]} of one policy's records in the fixture."""
+    prefix = f"{policy}/records/"
+    with np.load(FIXTURE) as data:
+        return {k.removeprefix(prefix): data[k] for k in data.files if k.startswith(prefix)}
+
+
 def compute() -> dict[str, np.ndarray]:
     """The golden arrays, keyed "<policy>/records/<field>" and "<policy>/state/<name>"."""
     import rbjax

@@ -46,8 +46,7 @@ def cli_run(tmp_path_factory):
 @pytest.fixture(scope="module")
 def golden_oracle():
     """The oracle's records in the golden fixture: ``rbjax.rollout`` of the same stores, bit for bit."""
-    with np.load(golden.FIXTURE) as data:
-        return {k.split("/")[-1]: data[k] for k in data.files if k.startswith("oracle/records/")}
+    return golden.expected_records("oracle")
 
 
 def test_the_oracle_through_the_tools_equals_its_rollout(cli_run, golden_oracle):

@@ -65,7 +65,7 @@ def test_wheel_installs_with_its_data_and_runs_outside_the_repository(tmp_path):
     ).stdout
     assert str(site) in where and str(ROOT) not in where
     assert "96 products in 20 categories" in rbjax("info")
-    # the programs of tests/test_cli.py's runs: the compiled programs come from the persistent cache
+    # the golden oracle program and test_rl.py's evaluation program: both come from the persistent cache
     oracle = rbjax(*"--devices 1 oracle --stores 4 --days 180 --progress 30 --records --out oracle".split())
     assert "oracle policy, 4 stores x 180 days" in oracle and (work / "oracle" / "records.npz").exists()
     checkpoint = where.split()[1]
