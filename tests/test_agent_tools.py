@@ -138,8 +138,23 @@ def test_execute_code_stops_an_endless_loop_and_a_memory_bomb(env):
     loop = store.call("execute_code", {"code": "while True:\n    pass"})
     assert time.perf_counter() - start < 10
     assert not loop.ok and loop.payload["error"].startswith("TimeoutError: execute_code stopped after 2 s")
+    store.code_timeout = 60.0  # the memory limit, not the clock, must stop these two
     bomb = store.call("execute_code", {"code": "x = [0] * (10 ** 10)"})
     assert not bomb.ok and bomb.payload["error"].startswith("MemoryError")
-    grow = store.call("execute_code", {"code": "x = []\nwhile True:\n    x.append('y' * 10 ** 6)"})
+    grow = store.call("execute_code", {"code": "x = []\nwhile True:\n    x.append('y' * 10 ** 7)"})
     assert not grow.ok and grow.payload["error"].startswith("MemoryError")
     assert store.call("view_funds_and_date").ok  # the store goes on
+
+
+def test_execute_code_time_limit_starts_when_the_worker_is_ready(env, tmp_path, monkeypatch):
+    from rbjax.agents import sandbox
+
+    slow = tmp_path / "slow_worker.py"  # a worker whose start takes longer than the code's time limit
+    slow.write_text(
+        f"import runpy, time\ntime.sleep(1.5)\nrunpy.run_path({sandbox.WORKER!r}, run_name='__main__')\n"
+    )
+    monkeypatch.setattr(sandbox, "WORKER", str(slow))
+    store = make_store(env)
+    store.code_timeout = 1.0
+    out = store.call("execute_code", {"code": "result = 6 * 7"})
+    assert out.ok and out.payload["result"] == 42

@@ -1,6 +1,7 @@
 """The ``execute_code`` worker: a stdlib-only script run as ``python -I -S _sandbox_worker.py``.
 
-Protocol, one JSON object per line: the parent sends {code, variables, tools, memory_mb}; the worker asks
+Protocol, one JSON object per line: the parent sends {code, variables, tools, memory_mb}; the worker answers
+{"ready": true} once its imports and limits are set (the parent's time limit starts there); it asks
 {"call": name, "args": {...}} for every read-tool call and gets {"ok": payload} or {"error": text}; it
 ends with {"done": {stdout, result, error}}. It never imports rbjax.
 """
@@ -86,6 +87,7 @@ def main():
         **{name: tool(name) for name in request["tools"]},
     }
     stdout = io.StringIO()
+    send({"ready": True})
     sys.stdout = stdout
     result, error = None, None
     try:

@@ -3,8 +3,10 @@
 The parent checks the code (length, then the reference's AST rules), starts ``_sandbox_worker.py`` (a
 stdlib-only script in a fresh ``python -I -S``), and answers the worker's read-tool calls itself, so the
 inner calls are executed and logged by the store's own tools. The worker sets an address-space limit
-(``memory_mb``) before running the code; the parent kills it at ``timeout`` seconds (rbjax decision: the
-reference has no limit). Either way the store goes on: the limit is reported as the call's error.
+(``memory_mb``) before running the code; the parent kills it ``timeout`` seconds after the worker reports
+ready, so a slow start on a busy machine does not eat the code's time (rbjax decision: the reference has no
+limit; the start itself may take up to ``STARTUP_LIMIT`` seconds). Either way the store goes on: the limit
+is reported as the call's error.
 The AST rules are not a security boundary; the worker process is the containment.
 """
 
@@ -24,6 +26,7 @@ from rbjax.agents.formats import ToolError
 
 MAX_CODE = 20_000
 MAX_STDOUT, MAX_RESULT = 10_000, 5_000
+STARTUP_LIMIT = 60.0  # seconds for the worker's interpreter and imports, before the code's own time starts
 BANNED_NODES = {
     ast.Global: "global",
     ast.Nonlocal: "nonlocal",
@@ -91,12 +94,14 @@ def run(
         text=True,
         bufsize=1,
     )
-    deadline = time.monotonic() + timeout
+    deadline, started = time.monotonic() + STARTUP_LIMIT, False
     try:
         _send(proc, {"code": code, "variables": variables, "tools": tools, "memory_mb": memory_mb})
         while True:
             left = deadline - time.monotonic()
             ready = select.select([proc.stdout], [], [], max(left, 0))[0] if left > 0 else []
+            if not ready and not started:
+                return _failure(f"TimeoutError: execute_code worker did not start within {STARTUP_LIMIT:g} s")
             if not ready:
                 return _failure(f"TimeoutError: execute_code stopped after {timeout:g} s (time limit)")
             line = proc.stdout.readline()
@@ -107,6 +112,9 @@ def run(
                     f"the memory limit is {memory_mb} MB"
                 )
             msg = json.loads(line)
+            if "ready" in msg:
+                deadline, started = time.monotonic() + timeout, True
+                continue
             if "done" in msg:
                 return msg["done"]
             try:
