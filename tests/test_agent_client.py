@@ -121,7 +121,7 @@ def test_a_malformed_reply_a_hung_reply_and_exhausted_retries_are_chat_errors_wi
     script = [Malformed(), Hang(), Stream("after the time-out"), Status(500), Status(503)]
     with ChatStub(lambda body, n: script[n]) as stub:
         model = OpenAIChatModel(
-            "stub-model", stub.url, api_key="sk-test-secret", retry_base=0.01, timeout=1.0, retries=1
+            "stub-model", stub.url, api_key="sk-test-secret", retry_base=0.01, timeout=3.0, retries=1
         )
         malformed, after_hang, failed = _complete(model, 3)
     assert isinstance(malformed, ChatError) and "after 1 attempt" in str(malformed)  # not retryable
