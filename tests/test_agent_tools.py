@@ -158,3 +158,24 @@ def test_execute_code_time_limit_starts_when_the_worker_is_ready(env, tmp_path, 
     store.code_timeout = 1.0
     out = store.call("execute_code", {"code": "result = 6 * 7"})
     assert out.ok and out.payload["result"] == 42
+
+
+def test_execute_code_reads_lines_the_worker_writes_back_to_back(env, tmp_path, monkeypatch):
+    from rbjax.agents import sandbox
+
+    eager = (
+        tmp_path / "eager_worker.py"
+    )  # "ready" and a tool call in one write, as a fast worker may send them
+    eager.write_text(
+        "import json, os, sys\n"
+        "sys.stdin.readline()\n"
+        'os.write(1, b\'{"ready": true}\\n{"call": "view_notes", "args": {}}\\n\')\n'
+        "notes = json.loads(sys.stdin.readline())['ok']\n"
+        "os.write(1, json.dumps({'done': {'stdout': '', 'result': notes, 'error': None}}).encode() + b'\\n')\n"
+    )
+    monkeypatch.setattr(sandbox, "WORKER", str(eager))
+    store = make_store(env)
+    store.code_timeout = 5.0
+    out = store.call("execute_code", {"code": "result = view_notes()"})
+    assert out.ok, out.payload["error"]
+    assert out.payload["result"] == store.call("view_notes").payload

@@ -91,20 +91,17 @@ def run(
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
-        text=True,
-        bufsize=1,
+        bufsize=0,
     )
-    deadline, started = time.monotonic() + STARTUP_LIMIT, False
+    deadline, started, pending = time.monotonic() + STARTUP_LIMIT, False, bytearray()
     try:
         _send(proc, {"code": code, "variables": variables, "tools": tools, "memory_mb": memory_mb})
         while True:
-            left = deadline - time.monotonic()
-            ready = select.select([proc.stdout], [], [], max(left, 0))[0] if left > 0 else []
-            if not ready and not started:
+            line = _read_line(proc.stdout.fileno(), pending, deadline)
+            if line is None and not started:
                 return _failure(f"TimeoutError: execute_code worker did not start within {STARTUP_LIMIT:g} s")
-            if not ready:
+            if line is None:
                 return _failure(f"TimeoutError: execute_code stopped after {timeout:g} s (time limit)")
-            line = proc.stdout.readline()
             if not line:
                 proc.wait(timeout=5)
                 return _failure(
@@ -130,9 +127,29 @@ def run(
             f.close()
 
 
+def _read_line(fd: int, pending: bytearray, deadline: float) -> bytes | None:
+    """The worker's next line from its raw pipe (b"" once it has exited), or None at the deadline.
+
+    Raw reads, because a buffered reader may already hold the next line (the worker writes "ready" and its
+    first tool call back to back), and select() on the pipe would then wait for data that has arrived.
+    """
+    while b"\n" not in pending:
+        left = deadline - time.monotonic()
+        if left <= 0 or not select.select([fd], [], [], left)[0]:
+            return None
+        chunk = os.read(fd, 1 << 16)
+        if not chunk:
+            return b""
+        pending += chunk
+    end = pending.index(b"\n")
+    line = bytes(pending[:end])
+    del pending[: end + 1]
+    return line
+
+
 def _send(proc, msg: dict) -> None:
     try:
-        proc.stdin.write(json.dumps(msg, default=str) + "\n")
+        proc.stdin.write((json.dumps(msg, default=str) + "\n").encode())
         proc.stdin.flush()
     except BrokenPipeError:
         pass  # the worker died; its exit is read next
