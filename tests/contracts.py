@@ -1,10 +1,10 @@
-"""The environment contract every engine variant must keep (20 categories, the reference's 19 labels, float64).
+"""The environment contract every engine variant must keep (the default; 19 labels, 4 suppliers and float64).
 
 ``check_env(env, params)`` plays a few stores under the random policy and checks: the step compiles once and
-keeps its dtypes; a vmapped batch equals the stores stepped one by one (``one_by_one``: the variants skip this
-second compile, as what ``vmap`` does to a step does not depend on the grouping or the float width); every
-value stays finite; units are conserved (ordered = sold + expired + in the lots + pending); the cash identity
-holds.
+keeps its dtypes; a vmapped batch equals the stores stepped one by one (``one_by_one``: the variant skips this
+second compile, as what ``vmap`` does to a step does not depend on the grouping, the supplier count or the float
+width); every value stays finite; units are conserved (ordered = sold + expired + in the lots + pending); the cash
+identity holds.
 """
 
 import chex
