@@ -163,9 +163,8 @@ def test_execute_code_time_limit_starts_when_the_worker_is_ready(env, tmp_path, 
 def test_execute_code_reads_lines_the_worker_writes_back_to_back(env, tmp_path, monkeypatch):
     from rbjax.agents import sandbox
 
-    eager = (
-        tmp_path / "eager_worker.py"
-    )  # "ready" and a tool call in one write, as a fast worker may send them
+    # a worker that sends "ready" and a tool call in one write, as a fast worker may
+    eager = tmp_path / "eager_worker.py"
     eager.write_text(
         "import json, os, sys\n"
         "sys.stdin.readline()\n"

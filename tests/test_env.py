@@ -77,9 +77,13 @@ env = rbjax.Env(EnvConfig.from_catalog(cat, grouping="ref19", num_suppliers=4, f
 assert len(set(env.config.category_of)) == 19  # the reference merges two of the 20 folders
 params = env.default_params()
 assert params.alpha.dtype == np.float64
-obs, state = jax.jit(env.reset)(jax.random.key(0), params)
+# shapes only (no compile of its own): 4 suppliers reach the world, the quotes and the actions
+def opened(key):
+    obs, state = env.reset(key, params)
+    return obs, state, Action.noop(state)
+obs, state, noop = jax.eval_shape(opened, jax.random.key(0))
 assert state.world.transport_min.shape == (96, 4) and obs.quote_price.shape == (96, 4)
-assert state.suppliers.log.shape == (4, 96, 4) and Action.noop(state).order.shape == (96, 4)
+assert state.suppliers.log.shape == (4, 96, 4) and noop.order.shape == (96, 4)
 check_env(env, params, days=6, one_by_one=False)
 print("variant contract ok")
 """
