@@ -18,7 +18,18 @@ from rbjax.config import EnvConfig
 from rbjax.data.catalog import Catalog, load_catalog
 from rbjax.kernels import rng
 from rbjax.kernels.xla import fsum
-from rbjax.model import day, inventory, news, orders, preopening, reviews, sales, supplier_log, suppliers
+from rbjax.model import (
+    day,
+    inventory,
+    news,
+    orders,
+    preopening,
+    reviews,
+    sales,
+    supplier_log,
+    supplier_world,
+    suppliers,
+)
 from rbjax.params import EnvParams, default_params
 from rbjax.state import (
     Action,
@@ -75,7 +86,7 @@ class Env:
         cfg, f = self.config, self.config.float_dtype
         J, K, C, D = cfg.num_products, cfg.num_suppliers, cfg.lot_slots, cfg.pending_slots
         k_world, k_hist, k_price = jax.random.split(key, 3)
-        world = params.world if params.world is not None else suppliers.make_world(k_world, params, cfg)
+        world = params.world if params.world is not None else supplier_world.make_world(k_world, params, cfg)
         opening = preopening.simulate(k_hist, cfg, params, world, records)
         if records:
             opening, history = opening

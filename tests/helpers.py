@@ -6,7 +6,7 @@ import sys
 import jax
 import jax.numpy as jnp
 
-from rbjax.model import suppliers
+from rbjax.model import supplier_world
 from rbjax.state import Action
 
 J, K = 96, 5
@@ -14,7 +14,7 @@ J, K = 96, 5
 
 def fixed_world(env, params, tmin=3, tmax=3):
     """A world whose every lead time is drawn from [tmin, tmax]."""
-    world = suppliers.make_world(jax.random.key(7), params, env.config)
+    world = supplier_world.make_world(jax.random.key(7), params, env.config)
     return world.replace(
         transport_min=jnp.full((J, K), tmin, jnp.int8), transport_max=jnp.full((J, K), tmax, jnp.int8)
     )

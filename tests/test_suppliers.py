@@ -5,11 +5,11 @@ import jax.numpy as jnp
 import numpy as np
 from helpers import J, K
 
-from rbjax.model import suppliers
+from rbjax.model import supplier_world, suppliers
 
 
 def test_supplier_quotes_obey_bands_and_diversity(env, params):
-    world = suppliers.make_world(jax.random.key(11), params, env.config)
+    world = supplier_world.make_world(jax.random.key(11), params, env.config)
 
     def day(tiers, cal):
         q, p = suppliers.update_tiers(world, params, *tiers, cal, redraw_all=cal == 0)
@@ -111,7 +111,7 @@ def test_the_kept_attempt_is_the_first_in_the_band_or_the_closest_valid_one():
 
 
 def test_the_selection_keeps_attempts_inside_the_band_and_the_same_key_gives_the_same_world(env, params):
-    make = jax.jit(lambda k: suppliers.make_world(k, params, env.config, return_stats=True))
+    make = jax.jit(lambda k: supplier_world.make_world(k, params, env.config, return_stats=True))
     world, corr, lacking = make(jax.random.key(3))
     again, _, _ = make(jax.random.key(3))
     assert all(np.array_equal(a, b) for a, b in zip(jax.tree.leaves(world), jax.tree.leaves(again)))

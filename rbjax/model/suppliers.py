@@ -3,8 +3,9 @@
 Tier pairs live in the state ([J, K] int8, quality Q1..Q7 -> 0..6, price P1..P5 -> 0..4). A supplier
 redraws its pair on the first day of each of its cycles, then the diversity rule runs every day; the
 draws come from the World key folded with the calendar day, so a World fixes the whole quote stream.
-``make_world`` keeps, per product, one of ``EnvConfig.supplier_attempts`` attempts by the reference's selection
-rule (``docs/model.md``, "Suppliers").
+``make_world_reference`` keeps, per product, one of ``EnvConfig.supplier_attempts`` attempts by the reference's
+selection rule (``docs/model.md``, "Suppliers"), drawing and playing every attempt: the rule as written, which
+``rbjax.model.supplier_world.make_world`` (what ``Env.reset`` uses) reproduces bit for bit at a fraction of the cost.
 """
 
 from __future__ import annotations
@@ -32,9 +33,11 @@ def cycle_index(world_cycle_len, cost_series_start, cal_day):
     return (cal_day - cost_series_start[:, None]) // world_cycle_len.astype(jnp.int32)
 
 
-def make_world(key: jax.Array, params: EnvParams, config: EnvConfig, return_stats: bool = False):
+def make_world_reference(key: jax.Array, params: EnvParams, config: EnvConfig, return_stats: bool = False):
     """The episode's supplier world (``docs/model.md``, "Suppliers"): ``config.supplier_attempts`` attempts
     drawn over the whole calendar, the one ``select`` keeps for each product, cut to the episode's window.
+    Every attempt is drawn and played (about 10 MB and 36 ms per store): the reference for
+    ``supplier_world.make_world``, which keeps the same world without holding the attempts.
 
     With ``return_stats`` also the kept attempts' (pooled correlation [J], lacking dates [J]).
     """
@@ -275,14 +278,22 @@ def update_tiers(world: World, params: EnvParams, quality_tier, price_tier, cal_
 
 def rule_seed(world: World) -> jax.Array:
     """[2] uint32: the seed of the diversity rule's counter stream (``rule_draws``)."""
-    return rng.seed_words(jax.random.fold_in(world.prng(), _RULE_STREAM))
+    return rule_seed_of(world.key)
 
 
-def rule_draws(seed: jax.Array, days: jax.Array) -> jax.Array:
-    """[J, 3] uniforms for the diversity rule of product j on calendar day ``days[j]``: words of one counter
-    stream at (day, product), so the selection's event scan draws, for any day, what the daily step draws."""
-    J = days.shape[0]
-    counter = (days[:, None] * J + jnp.arange(J)[:, None]) * 3 + jnp.arange(3)
+def rule_seed_of(world_key: jax.Array) -> jax.Array:
+    """``rule_seed`` of a world with raw key data ``world_key`` [2]."""
+    return rng.seed_words(jax.random.fold_in(jax.random.wrap_key_data(world_key), _RULE_STREAM))
+
+
+def rule_draws(seed: jax.Array, days: jax.Array, products: jax.Array | None = None, J: int | None = None):
+    """[n, 3] uniforms for the diversity rule of product ``products[i]`` of a store of ``J`` products on
+    calendar day ``days[i]`` (default: product i of the n = J products). Words of one counter stream at (day,
+    product), so the selection's event scans draw, for any day, what the daily step draws."""
+    if products is None:
+        J = days.shape[0]
+        products = jnp.arange(J)
+    counter = (days[:, None] * J + products[:, None]) * 3 + jnp.arange(3)
     return rng.unit_interval(rng.bits_at(seed, counter))
 
 
