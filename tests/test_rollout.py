@@ -133,18 +133,32 @@ def test_chunks_of_stores_equal_one_batch(env, params, episodes, capsys):
     assert isinstance(rec.sold, np.ndarray) and rec.sold.shape[:2] == (7, 180)
     assert _same((rec, final), want)
     lines = capsys.readouterr().err.splitlines()
-    assert lines[0].startswith("rollout: stores 0-3 of 7, day 30/180,") and "left" in lines[0]
-    assert lines[-1].startswith("rollout: stores 4-6 of 7, day 180/180,") and "left" not in lines[-1]
+    assert lines[0].startswith("rollout: 7 stores x 180 days in 2 chunks of 4 stores on ")
+    assert lines[1] == "rollout: compiling, then drawing supplier worlds for stores 0-3"
+    assert lines[2].startswith("rollout: stores 0-3 compiled and opened in ")
+    assert lines[3].startswith("rollout: stores 0-3, day 30/180 (first call, compiling the day: ")
+    # the estimate starts with the second call, the first chunk's opening (it compiled) is not counted in it
+    assert lines[4].startswith("rollout: stores 0-3, day 60/180,") and lines[4].endswith(
+        " + opening 1 more chunk"
+    )
+    assert lines[9].startswith("rollout: stores 4-6 opened (supplier worlds, pre-opening history) in ")
+    assert " left" in lines[10] and "opening" not in lines[10]
+    assert lines[-1].startswith("rollout: stores 4-6, day 180/180,") and "left" not in lines[-1]
 
 
 def test_the_automatic_chunk_is_what_fits_in_memory(env, params, episodes, monkeypatch):
-    """With the host's memory faked to hold 4 stores' peak footprint twice over, 7 stores run as 4 + 3."""
+    """With the host's memory faked to hold the fixed part and 4.5 stores' peak footprint twice over, 7 stores
+    run as 4 + 3: a batch below any size is sized too."""
     from rbjax.runners import rollout as module
 
-    per_store = module.PEAK_PER_STATE * module.store_bytes(env) + 180 * module.record_bytes(env, "full")
+    per_store = module.store_peak_bytes(env, "full", 180)
+    assert per_store == module.PEAK_PER_STATE * module.store_bytes(env) + 180 * module.record_bytes(
+        env, "full"
+    )
     assert module.store_bytes(env) == env.state_bytes(episodes[1]) // STORES  # the estimate is the real state
-    monkeypatch.setattr(module, "host_available_bytes", lambda: int(8.5 * per_store))
-    monkeypatch.setattr(module, "ALWAYS_WHOLE", 2)
+    monkeypatch.setattr(
+        module, "host_available_bytes", lambda: int(2 * (module.FIXED_BYTES + 4.5 * per_store))
+    )
     assert module.auto_store_chunk(env, "full", 180, tuple(jax.devices())) == STORES
     order = [2, 0, 1, 3, 1, 3, 2]
     keys = jax.random.split(jax.random.key(golden.SEED), STORES)[np.array(order)]

@@ -28,8 +28,8 @@ from jax.scipy.special import ndtr, ndtri
 
 from rbjax.config import EnvConfig
 from rbjax.kernels import rng
-from rbjax.params import EnvParams, World
 from rbjax.model import suppliers as S
+from rbjax.params import EnvParams, World
 
 POOL_LANES = 16  # lanes per store: enough to keep the longest product (50 attempts) from setting the pace
 _SUBKEYS = 5  # draw_world splits an attempt's key into (cycle, transport a, transport b, tiers, world)
@@ -161,7 +161,9 @@ def select_lazily(params: EnvParams, seeds, rule_seed, J: int, K: int, lanes: in
         nxt = lane["nxt"]
         t_s = reduce(jnp.minimum, list(nxt))
         k_star = jnp.full_like(t_s, K - 1)
-        for k in reversed(range(K - 1)):  # the first supplier starting next (unrolled: XLA:CPU's argmax is slow)
+        for k in reversed(
+            range(K - 1)
+        ):  # the first supplier starting next (unrolled: XLA:CPU's argmax is slow)
             k_star = jnp.where(nxt[k] == t_s, k, k_star)
         t = jnp.minimum(t_s, lane["fix"])
         r = jnp.sum(jnp.where(supplier == k_star, lane["row"], 0), 0)
@@ -172,9 +174,7 @@ def select_lazily(params: EnvParams, seeds, rule_seed, J: int, K: int, lanes: in
         lane["sums_next"] = segment(lane, jnp.minimum(t, T))  # the sums once the rows up to the event are in
         # the attempt's correlation if this event ends it (t >= T)
         mp, mp2, mq, mq2, mpq = (lane["sums_next"] / (T * K)).T
-        corr = (mpq - mp * mq) / jnp.sqrt(
-            jnp.maximum(mp2 - mp**2, 1e-30) * jnp.maximum(mq2 - mq**2, 1e-30)
-        )
+        corr = (mpq - mp * mq) / jnp.sqrt(jnp.maximum(mp2 - mp**2, 1e-30) * jnp.maximum(mq2 - mq**2, 1e-30))
         return dict(
             lane,
             drawn=tier_code(seed, r, j, k_star, band[j, 0], band[j, 1], J, K),

@@ -148,18 +148,20 @@ def rollout_chunks(
     n = len(keys)
     if store_chunk is not None:
         size = min(int(store_chunk), n)
-    else:  # a small batch always fits: skip the estimate (it traces the step)
-        size = n if n <= ALWAYS_WHOLE else min(auto_store_chunk(env, records, days, devices), n)
+    else:
+        size = min(auto_store_chunk(env, records, days, devices), n)
     several_hosts = any(d.process_index != jax.process_index() for d in devices)
     if several_hosts:  # every process must run the same chunks: the first process's estimate
         size = int(multihost_utils.broadcast_one_to_all(np.int32(size)))
     size += -size % len(devices)  # every device gets the same number of stores
     to_host = n > size if to_host is None else to_host
     per_call = days if not progress else max(1, min(30 if progress is True else int(progress), days))
-    start = time.perf_counter()
+    report = _Progress(n, days, size, len(devices)) if progress else None
     for first in range(0, n, size):
         take = np.minimum(np.arange(first, first + size), n - 1)  # the last chunk repeats its last store
         stop = min(first + size, n)
+        if report:
+            report.chunk(first, stop)
         rec, state = _run_batch(
             env,
             policy,
@@ -172,7 +174,7 @@ def rollout_chunks(
             records,
             devices,
             days_per_call=per_call,
-            report=_Progress(first, stop, n, days, start) if progress else None,
+            report=report,
         )
         rec, state = jax.tree.map(lambda x: x[: stop - first], (rec, state))
         if several_hosts:  # every process gets every store's results (its devices only hold their slice)
@@ -183,27 +185,45 @@ def rollout_chunks(
 
 
 def auto_store_chunk(env: Env, records: str, days: int, devices: Sequence[jax.Device]) -> int:
-    """The stores one jitted call runs at most: what fits in a share of the devices' memory.
+    """The stores one jitted call runs at most: what fits in ``FREE_SHARE`` of the memory at hand.
 
-    A store's peak footprint is taken as ``PEAK_PER_STATE`` times its state (the step's temporaries) plus
-    its records for ``days`` days. GPUs and TPUs use ``FREE_SHARE`` of their memory; CPUs use that share of
-    the host's available memory, at most ``CPU_MAX_CHUNK`` stores (XLA:CPU's throughput is flat beyond a
-    few thousand stores, so larger chunks only cost memory).
+    A call's peak is ``chunk_peak_bytes``. CPUs use the host's available memory, at most ``CPU_MAX_CHUNK``
+    stores (XLA:CPU's throughput is flat beyond a few thousand stores, so larger chunks only cost memory);
+    GPUs and TPUs their own memory (the fixed part is the host's, so it is not counted there).
     """
-    per_store = PEAK_PER_STATE * store_bytes(env) + days * record_bytes(env, records)
+    per_store = store_peak_bytes(env, records, days)
     if devices[0].platform == "cpu":
-        size = min(FREE_SHARE * host_available_bytes() // per_store, CPU_MAX_CHUNK)
+        size = min((FREE_SHARE * host_available_bytes() - FIXED_BYTES) // per_store, CPU_MAX_CHUNK)
     else:  # this process's devices (another host's memory is not visible here)
         local = [d for d in devices if d.process_index == jax.process_index()] or list(devices)
         limit = min((d.memory_stats() or {}).get("bytes_limit", 0) for d in local)
-        size = FREE_SHARE * limit * len(devices) // per_store if limit else CPU_MAX_CHUNK * len(devices)
+        size = FREE_SHARE * limit * len(devices) // per_store if limit else ACCELERATOR_CHUNK * len(devices)
     return max(int(size), len(devices))
 
 
-ALWAYS_WHOLE = 1024  # batches up to this many stores run in one call without an estimate
-PEAK_PER_STATE = 6  # measured: 16,384 oracle stores peak at 8.4 GB, 5.4x their 94.5 KB states
+def chunk_peak_bytes(env: Env, records: str, days: int, stores: int) -> int:
+    """Estimated peak memory of a process that runs ``stores`` stores for ``days`` days in one call:
+    ``FIXED_BYTES`` (the JAX runtime and compiling the reset and the day) plus ``store_peak_bytes`` a store.
+    ``benchmarks/memory.py`` holds it against measured peaks."""
+    return FIXED_BYTES + stores * store_peak_bytes(env, records, days)
+
+
+def store_peak_bytes(env: Env, records: str, days: int) -> int:
+    """One store's share of a call's peak: the larger of the reset's (``RESET_PER_STATE`` states: the
+    pre-opening history's temporaries and the supplier selection's lanes) and the days' (``PEAK_PER_STATE``
+    states for the step's temporaries, plus its records)."""
+    state = store_bytes(env)
+    return max(RESET_PER_STATE * state, PEAK_PER_STATE * state + days * record_bytes(env, records))
+
+
+# measured on XLA:CPU (benchmarks/memory.py, docs/performance.md): a 1,024-store reset peaks 0.37 MB a store
+# above its compilation, 180 oracle days 0.35 MB with summary records; compiling both programs takes ~0.9 GB
+PEAK_PER_STATE = 6
+RESET_PER_STATE = 4
+FIXED_BYTES = 1_200_000_000
 FREE_SHARE = 0.5
 CPU_MAX_CHUNK = 4096
+ACCELERATOR_CHUNK = 4096  # stores per device when the device's memory limit is unknown
 
 
 def host_available_bytes() -> int:
@@ -238,26 +258,63 @@ def _nbytes(tree) -> int:
 
 
 class _Progress:
-    """Progress lines over stores and days: ``rollout: stores 0-4,095 of 200,000, day 30/180, ...``."""
+    """Progress lines on stderr, by phase: the supplier worlds and pre-opening history of each chunk of stores
+    (the first chunk's call compiles the reset), then its days. The estimate of the time left starts once a
+    call without compilation has been timed: the days at the measured rate, plus the chunks still to open at
+    the last chunk's opening time."""
 
-    def __init__(self, first: int, stop: int, n: int, days: int, start: float):
-        self.first, self.stop, self.n, self.days, self.start = first, stop, n, days, start
-
-    def __call__(self, done: int) -> None:
-        finished = self.first * self.days + (self.stop - self.first) * done
-        seconds = time.perf_counter() - self.start
-        rate = finished / seconds
-        left = (self.n * self.days - finished) / rate
-        where = (
-            f"{self.n:,} stores"
-            if self.stop - self.first == self.n
-            else (f"stores {self.first:,}-{self.stop - 1:,} of {self.n:,}")
-        )
+    def __init__(self, n: int, days: int, size: int, devices: int):
+        self.n, self.days, self.size = n, days, size
+        self.calls = 0  # day calls so far (the first one compiles the day)
+        self.day_seconds = self.store_days = 0.0  # timed day calls (after the first)
+        self.open_seconds = None
+        chunks = -(-n // size)
         print(
-            f"rollout: {where}, day {done}/{self.days}, {rate:,.0f} store-days/s"
-            + (f", {_clock(left)} left" if finished < self.n * self.days else ""),
+            f"rollout: {n:,} stores x {days} days"
+            + (f" in {chunks:,} chunks of {size:,} stores" if chunks > 1 else "")
+            + f" on {devices} device{'s' * (devices > 1)}",
             file=sys.stderr,
         )
+
+    def _where(self) -> str:
+        return (
+            f"{self.n:,} stores"
+            if self.stop - self.first == self.n
+            else f"stores {self.first:,}-{self.stop - 1:,}"
+        )
+
+    def chunk(self, first: int, stop: int) -> None:
+        self.first, self.stop = first, stop
+        if first == 0:
+            print(f"rollout: compiling, then drawing supplier worlds for {self._where()}", file=sys.stderr)
+
+    def opened(self, seconds: float) -> None:
+        self.open_seconds = seconds
+        what = "compiled and opened" if self.first == 0 else "opened (supplier worlds, pre-opening history)"
+        print(f"rollout: {self._where()} {what} in {seconds:.1f} s", file=sys.stderr)
+
+    def __call__(self, done: int, seconds: float, length: int) -> None:
+        self.calls += 1
+        if self.calls > 1:
+            self.day_seconds += seconds
+            self.store_days += (self.stop - self.first) * length
+        finished = self.first * self.days + (self.stop - self.first) * done
+        line = f"rollout: {self._where()}, day {done}/{self.days}"
+        if self.calls == 1:
+            line += f" (first call, compiling the day: {seconds:.1f} s)"
+        else:
+            rate = self.store_days / self.day_seconds
+            line += f", {rate:,.0f} store-days/s"
+            if finished < self.n * self.days:
+                left = (self.n * self.days - finished) / rate
+                unopened = -(-self.n // self.size) - 1 - self.first // self.size
+                opening = ""
+                if unopened and self.first == 0:  # no chunk opened without compiling yet: not counted
+                    opening = f" + opening {unopened:,} more chunk{'s' * (unopened > 1)}"
+                else:
+                    left += unopened * self.open_seconds
+                line += f", {_clock(left)} left{opening}"
+        print(line, file=sys.stderr)
 
 
 def _clock(seconds: float) -> str:
@@ -284,16 +341,21 @@ def _run_batch(
     of ``days_per_call`` days; ``report(days_done)`` after each when given."""
     k_reset, k_run = jnp.moveaxis(jax.vmap(lambda k: jax.random.split(k))(keys), 1, 0)
     reset, step_chunk = compiled(env, policy, records, policy_axes, env_axes, devices)
+    clock = time.perf_counter()
     obs, state = reset(k_reset, env_params)
+    if report:
+        jax.block_until_ready(state)
+        report.opened(time.perf_counter() - clock)
     outs, done = [], 0
     while done < days:
         length = min(days_per_call, days - done)
+        clock = time.perf_counter()
         (obs, state), rec = step_chunk(policy_params, env_params, obs, state, k_run, jnp.int32(done), length)
         outs.append(rec)
         done += length
         if report:
             jax.block_until_ready(rec)
-            report(done)
+            report(done, time.perf_counter() - clock, length)
     recs = outs[0] if len(outs) == 1 else jax.tree.map(lambda *x: jnp.concatenate(x, axis=1), *outs)
     return recs, state
 
