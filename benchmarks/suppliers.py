@@ -2,11 +2,13 @@
 
     python benchmarks/suppliers.py [--worlds 1024]
 
-For each generator (``EnvConfig.supplier_attempts`` 1 and 50) over ``--worlds`` worlds: the pooled price-quality
-correlation of each product's kept attempt (food and other products), and over the episode's window (the
+For each generator (``EnvConfig.supplier_attempts`` 1 and 50, the default) over ``--worlds`` worlds: the pooled
+price-quality correlation of each product's kept attempt (food and other products), and over the episode's window (the
 pre-opening history and 180 days) the best-quality (Q1) supplier's lead time (mean of its transport range) and
 price tier (mean multiplier on the base cost), and the share of product-days without a Q1 supplier; and the cost
-of drawing a world (time per store). Writes benchmarks/out/suppliers.md.
+of drawing a world and of a whole ``Env.reset`` (time per store, batches of ``--batch``), their ratio, and the cost of
+the same selection with every attempt drawn and played (``make_world_reference``). Writes
+benchmarks/out/suppliers.md.
 """
 
 from __future__ import annotations
@@ -21,10 +23,10 @@ import jax.numpy as jnp
 import numpy as np
 
 from rbjax import Env
+from rbjax.model import supplier_world as SW
 from rbjax.model import suppliers as S
 
 OUT = Path(__file__).parent / "out"
-BATCH = 64
 
 
 def window_stats(world, params, config, days):
@@ -49,40 +51,39 @@ def window_stats(world, params, config, days):
     return acc
 
 
-def measure(attempts: int, worlds: int, seed: int):
+def per_store(fn, keys, batch: int) -> float:
+    """Seconds per store of a jitted batched ``fn`` over ``keys`` in batches of ``batch`` (compiled first)."""
+    jax.block_until_ready(fn(keys[:batch]))
+    start = time.perf_counter()
+    jax.block_until_ready([fn(keys[i : i + batch]) for i in range(0, len(keys), batch)])
+    return (time.perf_counter() - start) / len(keys)
+
+
+def measure(attempts: int, worlds: int, seed: int, batch: int):
     env = Env()
     config = dataclasses.replace(env.config, supplier_attempts=attempts)
     params = env.default_params()
     days = config.history_days + 180
-    make = jax.jit(jax.vmap(lambda k: S.make_world(k, params, config)))
+    make = jax.jit(jax.vmap(lambda k: SW.make_world(k, params, config)))
     stats = jax.jit(jax.vmap(lambda w: window_stats(w, params, config, days)))
-    # the pooled correlation of the kept attempt: its calendar world's statistics (same draws as make_world)
-    corr_of = jax.jit(jax.vmap(lambda k: kept_correlation(k, params, config)))
+    corr_of = jax.jit(jax.vmap(lambda k: SW.make_world(k, params, config, return_stats=True)[1]))
     keys = jax.random.split(jax.random.key(seed), worlds)
-    jax.block_until_ready(make(keys[:BATCH]))  # compile
-    start = time.perf_counter()
-    out = [make(keys[i : i + BATCH]) for i in range(0, worlds, BATCH)]
-    jax.block_until_ready(out)
-    per_store = (time.perf_counter() - start) / worlds
-    reset = jax.jit(jax.vmap(Env(config).reset, in_axes=(0, None)))
-    jax.block_until_ready(reset(keys[:BATCH], params))  # compile
-    start = time.perf_counter()
-    jax.block_until_ready([reset(keys[i : i + BATCH], params) for i in range(0, worlds, BATCH)])
-    reset_per_store = (time.perf_counter() - start) / worlds
+    world = per_store(make, keys, batch)
+    reset = per_store(jax.jit(jax.vmap(lambda k: Env(config).reset(k, params))), keys, batch)
+    out = [make(keys[i : i + batch]) for i in range(0, worlds, batch)]
     acc = np.concatenate([np.asarray(stats(w)) for w in out])  # [worlds, J, 4]
-    corr = np.concatenate([np.asarray(corr_of(keys[i : i + BATCH])) for i in range(0, worlds, BATCH)])
-    return dict(
-        acc=acc,
-        corr=corr,
-        per_store=per_store,
-        reset=reset_per_store,
-        food=np.asarray(params.copula_rho)[:, 0] < 0.3,
-    )
+    corr = np.concatenate([np.asarray(corr_of(keys[i : i + batch])) for i in range(0, worlds, batch)])
+    food = np.asarray(params.copula_rho)[:, 0] < 0.3
+    return dict(acc=acc, corr=corr, per_store=world, reset=reset, food=food)
 
 
-def kept_correlation(key, params, config):
-    """[J] the pooled correlation of the attempt ``make_world`` keeps for each product."""
-    return S.make_world(key, params, config, return_stats=True)[1]
+def reference_cost(worlds: int, seed: int) -> float:
+    """Seconds per store of ``make_world_reference`` (every attempt drawn and played), in batches of 64: its
+    10 MB a store keep it from larger batches."""
+    env = Env()
+    params = env.default_params()
+    make = jax.jit(jax.vmap(lambda k: S.make_world_reference(k, params, env.config)))
+    return per_store(make, jax.random.split(jax.random.key(seed), worlds), 64)
 
 
 def row(name, m):
@@ -100,16 +101,24 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--worlds", type=int, default=1024)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--batch", type=int, default=1024, help="stores per jitted call")
     args = ap.parse_args()
-    results = {a: measure(a, args.worlds, args.seed) for a in (1, 50)}
+    results = {a: measure(a, args.worlds, args.seed, min(args.batch, args.worlds)) for a in (1, 50)}
+    reference = reference_cost(min(256, args.worlds), args.seed)
+    ratio = results[50]["reset"] / results[1]["reset"]
     lines = [
-        f"# Supplier worlds: one attempt against the selection among 50 ({args.worlds} worlds each)",
+        f"# Supplier worlds: one attempt against the selection among 50 ({args.worlds:,} worlds each, "
+        f"batches of {min(args.batch, args.worlds):,})",
         "",
         "| generator | corr, food: median (5-95 %) | corr, other | Q1 lead time (days) | Q1 price / base cost | "
         "product-days without Q1 | world, ms per store | Env.reset, ms per store |",
         "|---|---|---|---|---|---|---|---|",
         row("one attempt", results[1]),
-        row("selection among 50", results[50]),
+        row("selection among 50 (default)", results[50]),
+        "",
+        f"Default reset / one-attempt reset: **{ratio:.2f}** (target 1.5). The selection with every attempt "
+        f"drawn and played (`make_world_reference`, the same worlds, batches of 64): "
+        f"{1000 * reference:.1f} ms per store against {1000 * results[50]['per_store']:.1f} ms.",
     ]
     text = "\n".join(lines) + "\n"
     OUT.mkdir(exist_ok=True)
