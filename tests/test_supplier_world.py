@@ -3,6 +3,7 @@
 import dataclasses
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 
 from rbjax.model import supplier_world, suppliers
@@ -37,3 +38,17 @@ def test_one_attempt_keeps_the_first_attempt(env, params):
     keys = jax.random.split(jax.random.key(5), 2)
     one = lambda make: jax.jit(jax.vmap(lambda k: make(k, params, config)))(keys)
     _assert_same(one(supplier_world.make_world), one(suppliers.make_world_reference))
+
+
+def test_stores_with_their_own_params_keep_the_reference_worlds(env, params):
+    """A batch whose params vary by store (here the copula band) plays each store in a pool of its own (the
+    shared-params batch pools every store's products): still the reference's worlds, store by store."""
+    keys = jax.random.split(jax.random.key(3), 4)
+    per_store = params.replace(
+        copula_rho=jnp.stack([params.copula_rho + d for d in (0.0, 0.01, -0.01, 0.02)])
+    )
+    axes = jax.tree.map(lambda _: None, params).replace(copula_rho=0)
+    run = lambda make: jax.jit(jax.vmap(lambda k, p: make(k, p, env.config), in_axes=(0, axes)))(
+        keys, per_store
+    )
+    _assert_same(run(supplier_world.make_world), run(suppliers.make_world_reference))

@@ -20,6 +20,7 @@ Memory per store: the attempts' cycle lengths ([A, K, J] int32, 96 KB) and the p
 
 from __future__ import annotations
 
+import functools
 from functools import reduce
 
 import jax
@@ -47,7 +48,7 @@ def make_world(key: jax.Array, params: EnvParams, config: EnvConfig, return_stat
     seeds = attempt_seeds(k_attempts, A)  # [A, 4, 2]: cycle, transport a, transport b, tiers
     world_key = jax.random.key_data(k_world)
     if A > 1 or return_stats:
-        kept, corr, lacking = select_lazily(params, seeds, S.rule_seed_of(world_key), J, K)
+        kept, corr, lacking = _selector(J, K)(params, seeds, S.rule_seed_of(world_key))
     else:
         kept = jnp.zeros((J,), jnp.int32)
     world = kept_world(params, config, seeds, kept, world_key)
@@ -125,20 +126,56 @@ def kept_world(params: EnvParams, config: EnvConfig, seeds, kept, world_key) -> 
     )
 
 
-def select_lazily(params: EnvParams, seeds, rule_seed, J: int, K: int, lanes: int = POOL_LANES):
-    """The attempt ``suppliers.select`` keeps per product, with its (correlation, lacking dates): each
-    product's attempts played in order by a pool of lanes, stopping at the first valid one in the band.
+@functools.cache
+def _selector(J: int, K: int):
+    """``select_lazily`` for one store, pooling the lanes of a batch when vmapped: a batch of stores with shared
+    params plays all its stores' products in one pool (``select_pooled``), so no store's slowest product holds
+    up the batch. Stores with their own params (a leading axis on some params leaf) get a pool each."""
 
-    seeds: [A, 4, 2] (``attempt_seeds``); rule_seed: [2]. Returns (kept [J] int32, corr [J], lacking
-    [J] int32). Each attempt's statistics are ``suppliers.selection_stats``'s, with the same arithmetic.
+    @jax.custom_batching.custom_vmap
+    def select(params, seeds, rule_seed):
+        return jax.tree.map(lambda x: x[0], select_pooled(params, seeds[None], rule_seed[None], J, K))
+
+    @select.def_vmap
+    def batched(size, in_batched, params, seeds, rule_seed):
+        params_batched, seeds_batched, rule_batched = in_batched
+        spread = lambda x, b: x if b else jnp.broadcast_to(x, (size,) + x.shape)
+        seeds, rule_seed = spread(seeds, seeds_batched), spread(rule_seed, rule_batched)
+        if any(jax.tree.leaves(params_batched)):
+            axes = jax.tree.map(lambda b: 0 if b else None, params_batched)
+            one = lambda p, s, r: select_lazily(p, s, r, J, K)
+            out = jax.vmap(one, in_axes=(axes, 0, 0))(params, seeds, rule_seed)
+        else:
+            out = select_pooled(params, seeds, rule_seed, J, K)
+        return out, (True, True, True)
+
+    return select
+
+
+def select_lazily(params: EnvParams, seeds, rule_seed, J: int, K: int, lanes: int = POOL_LANES):
+    """The attempt ``suppliers.select`` keeps per product of one store, with its (correlation, lacking dates):
+    ``select_pooled`` for one store. seeds: [A, 4, 2] (``attempt_seeds``); rule_seed: [2]. Returns (kept [J]
+    int32, corr [J], lacking [J] int32)."""
+    return jax.tree.map(lambda x: x[0], select_pooled(params, seeds[None], rule_seed[None], J, K, lanes))
+
+
+def select_pooled(params: EnvParams, seeds, rule_seed, J: int, K: int, lanes: int = POOL_LANES):
+    """The attempt ``suppliers.select`` keeps per product of each of N stores that share ``params``, with its
+    (correlation, lacking dates): each product's attempts played in order by a pool of ``lanes`` x N lanes,
+    stopping at the first valid one in the band.
+
+    seeds: [N, A, 4, 2] (``attempt_seeds``); rule_seed: [N, 2]. Returns (kept [N, J] int32, corr [N, J],
+    lacking [N, J] int32). Each attempt's statistics are ``suppliers.selection_stats``'s, with the same
+    arithmetic.
 
     A trip applies the event its lanes prepared at the end of the previous trip (``prepare``: the event's
     day, the starting supplier's drawn tier pair, the rule's draws, the current tiers' moments). Loop-carried
     values are computed once; XLA:CPU would otherwise recompute a lane's draws inside every [K, W] consumer.
     """
-    A = seeds.shape[0]
-    cycle_seeds, tier_seeds = seeds[:, 0], seeds[:, 3]
-    W = min(lanes, J)
+    N, A = seeds.shape[:2]
+    tasks = N * J
+    cycle_seeds, tier_seeds = seeds[:, :, 0].reshape(N * A, 2), seeds[:, :, 3].reshape(N * A, 2)
+    W = min(lanes * N, tasks)
     T = params.base_cost.shape[0]
     C = S.calendar_cycles(params)
     f = params.base_cost.dtype
@@ -152,8 +189,14 @@ def select_lazily(params: EnvParams, seeds, rule_seed, J: int, K: int, lanes: in
     # products in the order lanes take them: lowest band first. A lane's last product sets the pool's pace,
     # so the products likely to need many attempts go first (hard_v2's food band, 0.2-0.3, lies below most
     # attempts' correlation: 11 attempts on average against 3 for the others). Any order keeps the same worlds.
+    # Task t is product order[t // N] of store t % N: every store's first product, then every store's second...
     order = jnp.argsort(band[:, 0], stable=True).astype(jnp.int32)
-    product = lambda lane: order[lane["j"] % J]  # [W] the product each lane plays ("j": its task number)
+    # a lane's task number "j" decides its (product "p", store "s"), carried: XLA:CPU would otherwise redo the
+    # division inside every gather that reads them
+    of_task = lambda task: (order[(task % tasks) // N], (task % tasks) % N)
+    product = lambda lane: lane["p"]
+    store = lambda lane: lane["s"]
+    attempt = lambda lane: lane["s"] * A + lane["a"]  # [W] row of the [N * A] seed tables
 
     def segment(lane, stop):  # ``selection_stats``'s accumulate: rows of days now .. stop - 1
         j, start = product(lane), lane["now"]
@@ -172,7 +215,7 @@ def select_lazily(params: EnvParams, seeds, rule_seed, J: int, K: int, lanes: in
             k_star = jnp.where(nxt[k] == t_s, k, k_star)
         t = jnp.minimum(t_s, lane["fix"])
         r = jnp.sum(jnp.where(supplier == k_star, lane["row"], 0), 0)
-        seed = jnp.moveaxis(tier_seeds[lane["a"]], -1, 0)  # [2, W]
+        seed = jnp.moveaxis(tier_seeds[attempt(lane)], -1, 0)  # [2, W]
         code = list(lane["code"])
         m = reduce(jnp.add, [jnp.take(moments, j * S.TIER_CODES + c, axis=0) for c in code])  # [W, 5]
         lane = dict(lane, t=t, start=(t_s == t), k_star=k_star, m=m)
@@ -183,13 +226,15 @@ def select_lazily(params: EnvParams, seeds, rule_seed, J: int, K: int, lanes: in
         return dict(
             lane,
             drawn=tier_code(seed, r, j, k_star, band[j, 0], band[j, 1], J, K),
-            rule_u=S.rule_draws(rule_seed, jnp.minimum(t, T - 1), j, J),
+            rule_u=S.rule_draws(
+                jnp.moveaxis(rule_seed[store(lane)], -1, 0)[..., None], jnp.minimum(t, T - 1), j, J
+            ),
             corr=corr,
         )
 
     def begin(lane, take):  # lanes in ``take`` start attempt ``lane["a"]`` of their product
         j = product(lane)
-        seed = jnp.moveaxis(cycle_seeds[lane["a"]], -1, 0)[:, None]  # [2, 1, W]
+        seed = jnp.moveaxis(cycle_seeds[attempt(lane)], -1, 0)[:, None]  # [2, 1, W]
         fresh = dict(
             L=_randint_at(seed, (j * K + supplier).astype(jnp.uint32), *params.cycle_range),
             nxt=jnp.zeros((K, W), jnp.int32),  # day 0 draws every supplier's pair from the cycle under way
@@ -207,7 +252,7 @@ def select_lazily(params: EnvParams, seeds, rule_seed, J: int, K: int, lanes: in
 
     def trip(carry):
         lane, nxt_task, out = carry
-        t, active = lane["t"], lane["j"] < J
+        t, active = lane["t"], lane["j"] < tasks
         finished = active & (t >= T)
         live = active & ~finished
         sums = lane["sums_next"]
@@ -246,14 +291,15 @@ def select_lazily(params: EnvParams, seeds, rule_seed, J: int, K: int, lanes: in
         lane["best_corr"] = jnp.where(better, corr, lane["best_corr"])
         lane["best_lacking"] = jnp.where(better, lane["lacking"], lane["best_lacking"])
         decided = finished & ((lane["best"] == 0) | (lane["a"] == A - 1))
-        target = jnp.where(decided, j, J)  # J: dropped
+        target = jnp.where(decided, store(lane) * J + j, tasks)  # tasks: dropped
         out = tuple(
             o.at[target].set(v, mode="drop")
             for o, v in zip(out, (lane["best_a"], lane["best_corr"], lane["best_lacking"]))
         )
         # decided lanes take the next products; the others play their product's next attempt
         rank = jnp.cumsum(decided.astype(jnp.int32)) - 1
-        lane["j"] = jnp.where(decided, jnp.minimum(nxt_task + rank, J), lane["j"])
+        lane["j"] = jnp.where(decided, jnp.minimum(nxt_task + rank, tasks), lane["j"])
+        lane["p"], lane["s"] = of_task(lane["j"])
         lane["a"] = jnp.where(decided, 0, jnp.where(finished, lane["a"] + 1, lane["a"]))
         lane["best"] = jnp.where(decided, jnp.inf, lane["best"])
         nxt_task = nxt_task + decided.sum(dtype=jnp.int32)
@@ -262,6 +308,8 @@ def select_lazily(params: EnvParams, seeds, rule_seed, J: int, K: int, lanes: in
     zi, zk = jnp.zeros((W,), jnp.int32), jnp.zeros((K, W), jnp.int32)
     lane = dict(
         j=jnp.arange(W, dtype=jnp.int32),
+        p=of_task(jnp.arange(W, dtype=jnp.int32))[0],
+        s=of_task(jnp.arange(W, dtype=jnp.int32))[1],
         a=zi,
         best=jnp.full((W,), jnp.inf, f),
         best_a=zi,
@@ -279,6 +327,6 @@ def select_lazily(params: EnvParams, seeds, rule_seed, J: int, K: int, lanes: in
         sums_next=jnp.zeros((W, 5), f),
     )
     lane = prepare(begin(lane, jnp.ones((W,), bool)))
-    out = (jnp.zeros((J,), jnp.int32), jnp.zeros((J,), f), jnp.zeros((J,), jnp.int32))
-    _, _, out = jax.lax.while_loop(lambda c: (c[0]["j"] < J).any(), trip, (lane, jnp.int32(W), out))
-    return out
+    out = (jnp.zeros((tasks,), jnp.int32), jnp.zeros((tasks,), f), jnp.zeros((tasks,), jnp.int32))
+    _, _, out = jax.lax.while_loop(lambda c: (c[0]["j"] < tasks).any(), trip, (lane, jnp.int32(W), out))
+    return tuple(x.reshape(N, J) for x in out)
