@@ -179,7 +179,7 @@ def select_pooled(params: EnvParams, seeds, rule_seed, J: int, K: int, lanes: in
     T = params.base_cost.shape[0]
     C = S.calendar_cycles(params)
     f = params.base_cost.dtype
-    origin = params.cost_series_start  # [J]
+    origin = params.cost_series_start.astype(jnp.int32)  # [J]
     moments = S._code_moments(params, J).reshape(J * S.TIER_CODES, 5)
     cost = params.base_cost.astype(f)
     running = lambda x: jnp.concatenate([jnp.zeros((1, J), f), jnp.cumsum(x, 0)])
@@ -236,7 +236,7 @@ def select_pooled(params: EnvParams, seeds, rule_seed, J: int, K: int, lanes: in
         j = product(lane)
         seed = jnp.moveaxis(cycle_seeds[attempt(lane)], -1, 0)[:, None]  # [2, 1, W]
         fresh = dict(
-            L=_randint_at(seed, (j * K + supplier).astype(jnp.uint32), *params.cycle_range),
+            L=_randint_at(seed, (j * K + supplier).astype(jnp.uint32), *params.cycle_range).astype(jnp.int32),
             nxt=jnp.zeros((K, W), jnp.int32),  # day 0 draws every supplier's pair from the cycle under way
             row=jnp.zeros((K, W), jnp.int32),
             code=jnp.zeros((K, W), jnp.int32),
@@ -261,7 +261,7 @@ def select_pooled(params: EnvParams, seeds, rule_seed, J: int, K: int, lanes: in
         code = jnp.where(starts, lane["drawn"], lane["code"])
         # the next start: a cycle's length later, or for day 0's draw the first cycle start after day 0
         L = jnp.sum(jnp.where(supplier == lane["k_star"], lane["L"], 0), 0)  # [W] the starting supplier's
-        after = t + L - (t - origin[product(lane)]) % L
+        after = (t + L - (t - origin[product(lane)]) % L).astype(jnp.int32)
         nxt = jnp.where(starts, after, lane["nxt"])
         row = jnp.where(starts, lane["row"] + 1, lane["row"])
         row = jnp.where(row == C, 0, row)  # later cycles reuse the table
