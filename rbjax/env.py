@@ -62,6 +62,7 @@ class Env:
                 f"{self.catalog.num_products}"
             )
         self._category_of = np.asarray(self.config.category_of, np.int32)
+        self._checked = None  # the params ``step`` checked last: a loop of steps checks them once
 
     def default_params(self) -> EnvParams:
         return default_params(self.catalog, self.config)
@@ -156,10 +157,20 @@ class Env:
                 raise ValueError(f"Action.{name} must have shape {shape}, got {getattr(x, 'shape', type(x))}")
             if not (jnp.issubdtype(x.dtype, jnp.number) or x.dtype == jnp.bool_):
                 raise ValueError(f"Action.{name} must be numeric, got dtype {x.dtype}")
+            if jnp.issubdtype(x.dtype, jnp.complexfloating):
+                raise ValueError(f"Action.{name} must be real, got dtype {x.dtype}")
         if action.lines is not None:
             shapes = {k: getattr(getattr(action.lines, k), "shape", None) for k in vars(action.lines)}
             if len(set(shapes.values())) != 1 or len(next(iter(shapes.values())) or ()) != 1:
                 raise ValueError(f"Action.lines fields must be 1-D of one length [L], got shapes {shapes}")
+            for name in ("product", "supplier", "units", "lead", "order"):
+                dtype = getattr(action.lines, name).dtype
+                if not jnp.issubdtype(dtype, jnp.integer) or jnp.dtype(dtype).itemsize > 4:
+                    raise ValueError(
+                        f"Action.lines.{name} must be int32 (or a narrower integer), got {dtype}"
+                    )
+            if action.lines.live.dtype != jnp.bool_:
+                raise ValueError(f"Action.lines.live must be bool, got {action.lines.live.dtype}")
 
     def step(self, key: jax.Array, state: EnvState, action: Action, params: EnvParams):
         """One day. Returns (obs, state, reward, terminated, truncated, info: DayInfo).
@@ -173,6 +184,8 @@ class Env:
     def step_detailed(self, key: jax.Array, state: EnvState, action: Action, params: EnvParams):
         """``step`` plus the per-supplier records the agent tools keep: (..., info, detail: DayDetail)."""
         self.check_action(action)
+        if params is not self._checked and is_concrete(params):  # outside jit: the values can be checked
+            self._checked = self.check_params(params)
         k_lead, k_attr, k_demand, k_reviews = _step_keys(key)
         new, acted = day.act(state, action, params, k_lead, self.config)
         new, sold = day.sell(new, params, (k_attr, k_demand, k_reviews), self.config)

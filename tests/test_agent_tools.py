@@ -178,3 +178,29 @@ def test_execute_code_reads_lines_the_worker_writes_back_to_back(env, tmp_path, 
     out = store.call("execute_code", {"code": "result = view_notes()"})
     assert out.ok, out.payload["error"]
     assert out.payload["result"] == store.call("view_notes").payload
+
+
+def test_read_tools_see_a_read_only_view_of_the_store(env, monkeypatch):
+    import dataclasses
+
+    from rbjax.agents import views
+
+    store = make_store(env)
+    seen = []
+    real = views.READ_TOOLS["view_sku_prices"]
+    monkeypatch.setitem(
+        views.READ_TOOLS, "view_sku_prices", lambda view, **a: seen.append(view) or real(view, **a)
+    )
+    sku = store.names.skus[0]
+    store.call("view_sku_prices", {"sku_ids": [sku]})
+    (view,) = seen
+    assert isinstance(view, views.StoreView) and not hasattr(view, "draft") and not hasattr(view, "call")
+    with pytest.raises(ValueError):
+        view.prices[0] = 99.0
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        view.funds = 0.0
+    assert store.call("modify_sku_price", {"sku_id": sku, "new_price": 3.25}).ok
+    assert (
+        float(view.prices[0]) != 3.25
+        and store.call("view_sku_prices", {"sku_ids": [sku]}).payload[sku] == 3.25
+    )

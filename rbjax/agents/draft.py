@@ -19,6 +19,7 @@ order arrives after the longest lead of its lines, as in the reference.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 import numpy as np
@@ -27,6 +28,9 @@ from rbjax.agents.formats import ToolError, hex_id, num
 from rbjax.agents.ledger import Order
 
 MAX_UNITS_PER_ORDER = 15_000
+# rbjax decision: a price the engine can hold and sum without overflow or underflow in float32 (the
+# reference takes any positive float)
+MIN_PRICE, MAX_PRICE = 1e-6, 1e9
 
 
 class DayDraft:
@@ -75,6 +79,10 @@ class DayDraft:
             raise ToolError("new_price must be a number")
         if not new_price > 0:
             raise ToolError("new_price must be positive")
+        if not math.isfinite(new_price) or new_price > MAX_PRICE:
+            raise ToolError(f"new_price must be a finite number at most {MAX_PRICE:,.0f}")
+        if np.float32(new_price) < MIN_PRICE:
+            raise ToolError(f"new_price must be at least {MIN_PRICE:g} (prices are kept as float32)")
         j = self.store.names.sku_index.get(sku_id) if isinstance(sku_id, str) else None
         if j is None:
             raise ToolError(f"SKU {sku_id} 不存在")

@@ -20,11 +20,21 @@ class ToolError(ValueError):
     """A tool refused its arguments; the model reads ``Error executing {tool}: ValueError: {message}``."""
 
 
+MAX_ERROR = 1_000  # characters of an error's message
+MAX_RANGE_DAYS = (
+    3_660  # rbjax decision: the days a date range may span (ten years; the reference has no limit)
+)
+
+
 def error_text(tool: str, exc: BaseException) -> str:
     """The reference's error text. Argument errors name the tool as the reference's method would be named
     (``place_order() missing 1 required positional argument: 'supplier_id'``)."""
     kind = "ValueError" if isinstance(exc, ToolError) else type(exc).__name__
     message = re.sub(r"^\w+\.(\w+\(\))", r"\1", str(exc))
+    if (
+        len(message) > MAX_ERROR
+    ):  # an error echoes the model's input (an SKU id, a date): never a megabyte of it
+        message = message[:MAX_ERROR] + f"... ({len(message):,} characters)"
     return f"Error executing {tool}: {kind}: {message}"
 
 
@@ -91,6 +101,8 @@ class Names:
         first, last = self.parse_date(start_date, "start_date"), self.parse_date(end_date, "end_date")
         if first > last:
             raise ToolError("start_date cannot be after end_date")
+        if last - first >= MAX_RANGE_DAYS:
+            raise ToolError(f"start_date and end_date may span at most {MAX_RANGE_DAYS} days")
         return first, last
 
     def sku_list(self, sku_ids, allow_empty: bool = False, allow_none: bool = False) -> list[int] | None:

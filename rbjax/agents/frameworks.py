@@ -186,7 +186,7 @@ class LLMAgent:
         for i, c in enumerate(calls):
             if c.name == "end_today":  # the runner makes the call; later calls are dropped
                 return new, True, True, reply, method, calls[: i + 1], None
-            result = self.store.call(c.name, c.arguments)
+            result = await self.store.call_async(c.name, c.arguments)
             ok |= result.ok
             if result.ok and c.name in WRITE_TOOLS:
                 self.actions_today.append(f"{c.name}({json.dumps(c.arguments, ensure_ascii=False)})")

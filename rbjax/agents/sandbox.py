@@ -1,31 +1,46 @@
-"""``execute_code``: the reference's constrained Python, run in a worker process with time and memory limits.
+"""``execute_code``: the reference's constrained Python, run in a contained worker process.
 
 The parent checks the code (length, then the reference's AST rules), starts ``_sandbox_worker.py`` (a
 stdlib-only script in a fresh ``python -I -S``), and answers the worker's read-tool calls itself, so the
-inner calls are executed and logged by the store's own tools. The worker sets an address-space limit
-(``memory_mb``) before running the code; the parent kills it ``timeout`` seconds after the worker reports
-ready, so a slow start on a busy machine does not eat the code's time (rbjax decision: the reference has no
-limit; the start itself may take up to ``STARTUP_LIMIT`` seconds). Either way the store goes on: the limit
-is reported as the call's error.
-The AST rules are not a security boundary; the worker process is the containment.
+inner calls are executed and logged by the store's own tools. The AST rules are the reference's interface,
+not a security boundary; the containment is the operating system's (``docs/agents.md``, "What execute_code
+contains"):
+
+- the worker starts with an empty environment (no API key), in an empty scratch folder removed afterwards,
+  in a process group of its own that is killed as a whole when the call ends;
+- once its modules are loaded it limits its memory, CPU time, file sizes, descriptors and processes, and
+  installs a seccomp filter (``seccomp``): no file, socket, process or signal can be opened or sent;
+- only plain data goes in (the variables, the tools' names); the parent answers only calls of the tools it
+  was given (``tools``), checks every message, and caps what comes back (``capped``).
+
+The parent kills the worker ``timeout`` seconds after it reports ready, so a slow start on a busy machine
+does not eat the code's time (rbjax decision: the reference has no limit; the start itself may take up to
+``STARTUP_LIMIT`` seconds). Either way the store goes on: a limit is reported as the call's error.
 """
 
 from __future__ import annotations
 
 import ast
+import contextlib
 import json
 import os
 import select
+import shutil
+import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 
+from rbjax.agents import seccomp
 from rbjax.agents._sandbox_worker import ALLOWED_IMPORTS
 from rbjax.agents.formats import ToolError
 
 MAX_CODE = 20_000
 MAX_STDOUT, MAX_RESULT = 10_000, 5_000
+TRUNCATED = "\n... (truncated)"
+MAX_MESSAGE = 4 * 2**20  # bytes of one message from the worker (the worker caps its own output far below)
 STARTUP_LIMIT = 60.0  # seconds for the worker's interpreter and imports, before the code's own time starts
 BANNED_NODES = {
     ast.Global: "global",
@@ -84,20 +99,39 @@ def run(
     timeout: float = 30.0,
     memory_mb: int = 512,
 ) -> dict:
-    """Run checked ``code`` in a worker. Returns {stdout, result, error}; ``call_tool(name, args)`` answers
-    the worker's tool calls with a payload (or raises: the code sees the exception)."""
+    """Run ``code`` in a contained worker. Returns {stdout, result, error}, each capped (``capped``).
+
+    ``call_tool(name, args)`` answers the worker's calls of the tools in ``tools`` with a payload (or raises:
+    the code sees the exception); a call of any other name is refused here, whatever the worker sends. The
+    code itself is not trusted to have passed ``check``: the containment does not depend on it.
+    """
+    bpf = seccomp.program()
+    if bpf is None:
+        return _failure(f"execute_code is unavailable here: {seccomp.unavailable()}")
+    scratch = tempfile.mkdtemp(prefix="rbjax-code-")
     proc = subprocess.Popen(
         [sys.executable, "-I", "-S", WORKER],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         bufsize=0,
+        env={},  # nothing inherited: no API key, no proxy settings, no paths
+        cwd=scratch,
+        start_new_session=True,  # its own process group, killed as a whole
+        close_fds=True,
     )
     deadline, started, pending = time.monotonic() + STARTUP_LIMIT, False, bytearray()
+    request = {"code": code, "variables": variables, "tools": list(tools), "memory_mb": memory_mb}
     try:
-        _send(proc, {"code": code, "variables": variables, "tools": tools, "memory_mb": memory_mb})
+        _send(proc, {**request, "seconds": timeout, "filter": bpf.hex()})
         while True:
-            line = _read_line(proc.stdout.fileno(), pending, deadline)
+            try:
+                line = _read_line(proc.stdout.fileno(), pending, deadline)
+                msg = json.loads(line) if line else line
+                if msg and not isinstance(msg, dict):
+                    raise ValueError("not an object")
+            except (OverflowError, ValueError) as e:
+                return _failure(f"OutputLimitError: execute_code stopped: {e}")
             if line is None and not started:
                 return _failure(f"TimeoutError: execute_code worker did not start within {STARTUP_LIMIT:g} s")
             if line is None:
@@ -108,32 +142,64 @@ def run(
                     f"MemoryError: execute_code worker stopped (exit code {proc.returncode}); "
                     f"the memory limit is {memory_mb} MB"
                 )
-            msg = json.loads(line)
+            if "refused" in msg:
+                return _failure(f"execute_code is unavailable here: {msg['refused']}")
             if "ready" in msg:
                 deadline, started = time.monotonic() + timeout, True
                 continue
             if "done" in msg:
-                return msg["done"]
-            try:
-                reply = {"ok": call_tool(msg["call"], msg["args"])}
-            except Exception as e:  # the code sees the tool's error as an exception
-                reply = {"error": f"{type(e).__name__}: {e}"}
-            _send(proc, reply)
+                return capped(msg["done"])
+            _send(proc, _answer(msg, tools, call_tool))
     finally:
-        if proc.poll() is None:
-            proc.kill()
-        proc.wait()
-        for f in (proc.stdin, proc.stdout):
-            f.close()
+        _end(proc)
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _answer(msg: dict, tools: list[str], call_tool) -> dict:
+    name, args = msg.get("call"), msg.get("args")
+    if name not in tools:
+        return {"error": f"ToolError: {str(name)[:100]} cannot be called from execute_code"}
+    if not isinstance(args, dict):
+        return {"error": f"TypeError: {name}() arguments must be an object"}
+    try:
+        return {"ok": call_tool(name, args)}
+    except Exception as e:  # the code sees the tool's error as an exception
+        return {"error": f"{type(e).__name__}: {e}"}
+
+
+def _end(proc) -> None:
+    """Kill the worker's whole process group (whatever it may have started) and reap the worker."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):  # the group may be gone already
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    for f in (proc.stdin, proc.stdout):
+        f.close()
+
+
+def capped(out: dict) -> dict:
+    """{stdout, result, error} as the store keeps and traces it: stdout to ``MAX_STDOUT`` characters, a result
+    whose JSON is longer than ``MAX_RESULT`` as that JSON's first characters, the error to ``MAX_STDOUT``."""
+    stdout, result, error = out.get("stdout"), out.get("result"), out.get("error")
+    shown = result if isinstance(result, str) else json.dumps(result, ensure_ascii=False, default=str)
+    if len(shown) > MAX_RESULT:
+        result = _cut(shown, MAX_RESULT)
+    return {
+        "stdout": _cut(str(stdout or ""), MAX_STDOUT),
+        "result": result,
+        "error": _cut(str(error), MAX_STDOUT) if error else None,
+    }
 
 
 def _read_line(fd: int, pending: bytearray, deadline: float) -> bytes | None:
-    """The worker's next line from its raw pipe (b"" once it has exited), or None at the deadline.
+    """The worker's next line from its raw pipe (b"" once it has exited), or None at the deadline. Raises
+    OverflowError past ``MAX_MESSAGE`` bytes without a line's end.
 
     Raw reads, because a buffered reader may already hold the next line (the worker writes "ready" and its
     first tool call back to back), and select() on the pipe would then wait for data that has arrived.
     """
     while b"\n" not in pending:
+        if len(pending) > MAX_MESSAGE:
+            raise OverflowError(f"a message from the worker is over {MAX_MESSAGE // 2**20} MB")
         left = deadline - time.monotonic()
         if left <= 0 or not select.select([fd], [], [], left)[0]:
             return None
@@ -159,16 +225,22 @@ def _failure(error: str) -> dict:
     return {"stdout": "", "result": None, "error": error}
 
 
+def _cut(s: str, n: int) -> str:
+    """``s`` cut to ``n`` characters and marked; a text already cut to ``n`` stays as it is."""
+    if len(s) <= n or (len(s) == n + len(TRUNCATED) and s.endswith(TRUNCATED)):
+        return s
+    return s[:n] + TRUNCATED
+
+
 def render(out: dict) -> str:
     """The reference's text for a result {stdout, result, error}."""
     parts = ["## Code Execution Result"]
-    cut = lambda s, n: s if len(s) <= n else s[:n] + "\n... (truncated)"
     if out.get("stdout"):
-        parts += ["### Output", "```", cut(out["stdout"], MAX_STDOUT), "```"]
+        parts += ["### Output", "```", _cut(out["stdout"], MAX_STDOUT), "```"]
     if out.get("result") is not None:
         r = out["result"]
         shown = r if isinstance(r, str) else json.dumps(r, ensure_ascii=False, indent=2, default=str)
-        parts += ["### Return Value", "```", cut(shown, MAX_RESULT), "```"]
+        parts += ["### Return Value", "```", _cut(shown, MAX_RESULT), "```"]
     if out.get("error"):
         parts += ["### Error", "```", out["error"], "```"]
     if len(parts) == 1:

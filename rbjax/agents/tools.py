@@ -8,6 +8,7 @@ the ``end_today`` result. Every call is written to the store's ``tool_calls.json
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import time
 
@@ -19,6 +20,11 @@ from rbjax.agents.formats import ToolError, error_text, hex_id, num
 from rbjax.agents.ledger import StoreLedger, Today
 from rbjax.agents.specs import TOOL_NAMES
 from rbjax.agents.trace import TraceWriter, record
+
+# rbjax decisions (the reference has no limits): what one tool call may show the model, and one note's size
+MAX_TOOL_TEXT = 100_000
+TEXT_CUT = "\n... (cut: the answer has {n:,} characters; ask for fewer SKUs or a shorter range)"
+MAX_NOTE = 10_000
 
 
 @dataclasses.dataclass
@@ -91,14 +97,23 @@ class StoreTools:
             {**it, "record_id": first + i, "cal": today.cal} for i, it in enumerate(items)
         ]
 
-    def todays_news(self) -> list[dict]:
-        return self.news_today
-
-    def pending_orders(self):
-        """Undelivered orders this morning plus today's paid ones."""
-        return sorted(
+    def view(self) -> views.StoreView:
+        """The store as the read tools see it now: no reference back to the tools or the draft."""
+        prices, shelf = np.array(self.draft.prices), np.array(self.draft.shelf)
+        prices.flags.writeable = shelf.flags.writeable = False
+        pending = sorted(
             self.ledger.pending(self.today.cal) + self.draft.orders,
             key=lambda o: (o.arrival, o.supplier, o.order_id),
+        )
+        return views.StoreView(
+            names=self.names,
+            today=self.today,
+            ledger=self.ledger,
+            funds=float(self.draft.funds),
+            prices=prices,
+            shelf=shelf,
+            pending=tuple(pending),
+            news=tuple(dict(n) for n in self.news_today),
         )
 
     def day_action(self) -> dict:
@@ -122,6 +137,8 @@ class StoreTools:
                 raise ToolError(f"Unknown tool: {name}")
             payload, text = self._run(name, args, index)
             ok = not (isinstance(payload, dict) and payload.get("error"))
+            if len(text) > MAX_TOOL_TEXT:
+                text = text[:MAX_TOOL_TEXT] + TEXT_CUT.format(n=len(text))
         except Exception as e:  # as the reference: any failure of a tool is its error text, the store goes on
             text = error_text(name, e)
             payload, ok = {"error": text}, False
@@ -134,6 +151,13 @@ class StoreTools:
             self.trace.write(rec)
         return ToolResult(text=text, payload=payload, ok=ok)
 
+    async def call_async(self, name: str, args: dict | None = None, **how) -> ToolResult:
+        """``call`` for an asyncio agent: ``execute_code`` runs in a thread, so a snippet that takes its whole
+        time limit does not hold up the other stores' agents."""
+        if name == "execute_code":
+            return await asyncio.to_thread(self.call, name, args, **how)
+        return self.call(name, args, **how)
+
     def _diagnostic(self, name: str, args: dict):
         """The hidden ``rb_diag`` of an executed action (``diag_fields``); never shown to the agent."""
         if name == "place_order":
@@ -144,7 +168,7 @@ class StoreTools:
         if not isinstance(args, dict):
             raise TypeError(f"{name}() arguments must be an object")
         if name in views.READ_TOOLS:
-            return views.READ_TOOLS[name](self, **args)
+            return views.READ_TOOLS[name](self.view(), **args)
         if name == "place_order":
             return self.draft.place_order(**args, call=index)
         if name in ("modify_sku_price", "set_shelf_skus"):
@@ -156,6 +180,8 @@ class StoreTools:
     def add_note(self, content=None):
         if not isinstance(content, str) or not content.strip():
             raise ToolError("Note content must be a non-empty string")
+        if len(content) > MAX_NOTE:
+            raise ToolError(f"Note content must be at most {MAX_NOTE:,} characters, got {len(content):,}")
         note = {
             "id": hex_id(self.seed, self.today.day, self.calls, "note"),
             "content": content.strip(),

@@ -16,6 +16,7 @@ import os
 from rbjax.agents.specs import ACTION_TOOLS
 
 TIMING_FIELDS = ("ts", "elapsed_time")
+MAX_FIELD = 1_000_000  # characters of JSON kept of a call's arguments or payload
 
 
 def record(store, name, args, payload, text, ok, elapsed, index, issued_by, source) -> dict:
@@ -65,13 +66,23 @@ class TraceWriter:
         return os.path.getsize(self.path)
 
     def write(self, rec: dict) -> None:
-        self.buffer.append(json.dumps(rec, ensure_ascii=False, default=_plain))
+        line = json.dumps(rec, ensure_ascii=False, default=_plain)
+        if len(line) > MAX_FIELD:  # a huge argument or payload is replaced by its size (the text is capped)
+            rec = dict(rec, args=_capped(rec.get("args")), result=dict(rec["result"]))
+            rec["result"]["result"] = _capped(rec["result"].get("result"))
+            line = json.dumps(rec, ensure_ascii=False, default=_plain)
+        self.buffer.append(line)
 
     def flush(self) -> None:
         if self.buffer:
             with open(self.path, "a") as f:
                 f.write("\n".join(self.buffer) + "\n")
             self.buffer = []
+
+
+def _capped(value):
+    n = len(json.dumps(value, ensure_ascii=False, default=_plain))
+    return value if n <= MAX_FIELD else {"rb_cut": f"{n:,} characters of JSON, over the trace's limit"}
 
 
 def _plain(x):

@@ -1,22 +1,38 @@
-"""The read-only tools: each a pure function ``(store, **arguments) -> (payload, text)``.
+"""The read-only tools: each a pure function ``(store: StoreView, **arguments) -> (payload, text)``.
 
-``store`` is a ``tools.StoreTools`` (the catalogue names, this morning's ``Today``, the ``StoreLedger``
-and today's ``DayDraft``). Views read through the draft, so they show the day's own actions (funds after
-orders, new prices, the new shelf, today's orders among the pending ones). Text formats follow the
-reference's tools exactly; ``docs/agents.md`` lists them.
+A ``StoreView`` is what a read tool may see of a store, and nothing it could change: the catalogue names,
+this morning's ``Today``, the ``StoreLedger``, and the day so far as read-only copies (funds after the day's
+orders, new prices, the new shelf, today's orders among the pending ones, today's news). Text formats
+follow the reference's tools exactly; ``docs/agents.md`` lists them.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import numpy as np
 
-from rbjax.agents.formats import ToolError, count, num
+from rbjax.agents.formats import Names, ToolError, count, num
+from rbjax.agents.ledger import Order, StoreLedger, Today
+
+
+@dataclasses.dataclass(frozen=True)
+class StoreView:
+    """One store as the read tools see it (``tools.StoreTools.view``). Arrays are read-only copies."""
+
+    names: Names
+    today: Today
+    ledger: StoreLedger
+    funds: float  # this morning's funds less the day's paid orders
+    prices: np.ndarray  # [J] float32 today's prices, the day's price calls included
+    shelf: np.ndarray  # [J] bool today's shelf
+    pending: tuple[Order, ...]  # undelivered orders and today's paid ones, by (arrival, supplier, id)
+    news: tuple[dict, ...]  # today's news items {id, title, content, date}
 
 
 def view_funds_and_date(store):
-    date, funds = store.names.date(store.today.cal), float(store.draft.funds)
+    date, funds = store.names.date(store.today.cal), float(store.funds)
     return {"funds": funds, "current_date": date}, f"Current date: {date}, funds balance: {funds:.2f}"
 
 
@@ -37,8 +53,8 @@ def _order_payload(store, o) -> dict:
 
 
 def inventory_payload(store) -> dict:
-    t, names, draft = store.today, store.names, store.draft
-    pending = store.pending_orders()
+    t, names = store.today, store.names
+    pending = store.pending
     incoming = np.zeros(len(names.skus), np.int64)
     for o in pending:
         for li in o.lines:
@@ -49,7 +65,7 @@ def inventory_payload(store) -> dict:
                 "quantity": int(t.on_hand[j]),
                 "waiting": int(t.waiting[j]),
                 "incoming": int(incoming[j]),
-                "on_shelf": bool(draft.shelf[j]),
+                "on_shelf": bool(store.shelf[j]),
             }
             for j, s in enumerate(names.skus)
         },
@@ -63,8 +79,8 @@ def inventory_payload(store) -> dict:
         "shelf": {
             "enabled": True,
             "capacity": int(t.shelf_capacity),
-            "used": int(draft.shelf.sum()),
-            "sku_ids": [names.skus[j] for j in np.flatnonzero(draft.shelf)],
+            "used": int(store.shelf.sum()),
+            "sku_ids": [names.skus[j] for j in np.flatnonzero(store.shelf)],
         },
     }
 
@@ -102,8 +118,8 @@ def view_inventory(store):
 
 
 def view_shelf_status(store):
-    t, names, draft = store.today, store.names, store.draft
-    on = [int(j) for j in np.flatnonzero(draft.shelf)]
+    t, names = store.today, store.names
+    on = [int(j) for j in np.flatnonzero(store.shelf)]
     cap, used = int(t.shelf_capacity), len(on)
     payload = {
         "enabled": True,
@@ -115,7 +131,7 @@ def view_shelf_status(store):
             names.skus[j]: {
                 "quantity": int(t.on_hand[j]),
                 "category": names.category[j],
-                "price": float(draft.prices[j]),
+                "price": float(store.prices[j]),
                 "in_stock": bool(t.on_hand[j] > 0),
             }
             for j in on
@@ -134,7 +150,7 @@ def view_shelf_status(store):
 
 def view_sku_prices(store, sku_ids=None):
     js = store.names.sku_list(sku_ids)
-    payload = {store.names.skus[j]: float(store.draft.prices[j]) for j in js}
+    payload = {store.names.skus[j]: float(store.prices[j]) for j in js}
     rows = [f"| {s} | {num(p)} |" for s, p in payload.items()]
     return payload, "\n".join(["## Current prices", "", "| SKU | Price |", "|---|---|", *rows])
 
@@ -386,14 +402,14 @@ def view_supplier_returns_avg_rate(store, supplier_id=None, start_date=None, end
 
 
 def view_today_news(store):
-    items = [{"id": n["id"], "record_id": None, "title": n["title"]} for n in store.todays_news()]
+    items = [{"id": n["id"], "record_id": None, "title": n["title"]} for n in store.news]
     return items, "\n".join(["## Today's news", *(f"- {n['id']}: {n['title']}" for n in items)])
 
 
 def view_news_detail(store, news_id=None):
     if not isinstance(news_id, str) or not news_id.strip():
         raise ToolError("news_id is required")
-    found = next((n for n in store.todays_news() if n["id"] == news_id.strip()), None)
+    found = next((n for n in store.news if n["id"] == news_id.strip()), None)
     if found is not None:
         found = {**found, "record_id": None}
     else:

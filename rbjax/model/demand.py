@@ -13,6 +13,8 @@ from rbjax.config import EnvConfig
 from rbjax.kernels import rng
 from rbjax.params import EnvParams
 
+MAX_ATTRACTION = 1e30  # far above any fitted product's (below 1e2), far below float32's overflow
+
 
 def price_slope(params: EnvParams, cal_day: jax.Array) -> jax.Array:
     """[J] beta(t) = beta + beta_s sin(2 pi w/52) + beta_c cos(2 pi w/52); seasonality tilts the price slope."""
@@ -26,7 +28,8 @@ def attraction(
     """[J] a = max(0, exp(alpha + beta(t) p + eps/5) (1 + e)), eps ~ N(0, sigma)."""
     eps = rng.normal(key, prices.shape, prices.dtype) * params.sigma
     utility = params.alpha + price_slope(params, cal_day) * prices + eps / 5.0
-    return jnp.maximum(jnp.exp(utility) * (1.0 + external), 0.0)
+    # at most MAX_ATTRACTION: extreme params or prices would overflow exp() into inf, then NaN shares
+    return jnp.clip(jnp.exp(utility) * (1.0 + external), 0.0, MAX_ATTRACTION)
 
 
 def _grid(config: EnvConfig):
@@ -51,7 +54,7 @@ def category_demand(
     idx, member, slot_of = _grid(config)
     av = jnp.where(visible, a, 0.0)
     ag = jnp.where(member, av[idx], 0.0)  # [G, S]
-    power = jnp.sum(ag**params.rho, axis=-1)
+    power = jnp.minimum(jnp.sum(ag**params.rho, axis=-1), jnp.finfo(ag.dtype).max)  # inf would make pi NaN
     big_a = jnp.where(power > 0, power, 1.0) ** (1.0 / params.rho) * (power > 0)
     pi = big_a / (1.0 + big_a)
     k_cat, k_split = jax.random.split(key)

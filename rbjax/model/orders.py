@@ -149,7 +149,9 @@ def check_lines(lines: OrderLines, quote_price, funds, max_units, pending_slots:
     )
     first = (idx == 0) | (lines.order != jnp.roll(lines.order, 1))
     head = jax.lax.cummax(jnp.where(first, idx, 0))  # the first line of each line's order
-    order_units = jnp.zeros(L, jnp.int32).at[head].add(jnp.where(valid, lines.units, 0))
+    # summed as float32 of units capped at max_units + 1: an int32 sum of huge lines would wrap below the cap
+    capped = jnp.minimum(lines.units.astype(jnp.float32), jnp.float32(max_units) + 1.0)
+    order_units = jnp.zeros(L, jnp.float32).at[head].add(jnp.where(valid, capped, 0.0))
     valid = valid & (order_units[head] <= max_units)
     price = quote_price[jnp.clip(lines.product, 0, J - 1), jnp.clip(lines.supplier, 0, K - 1)]
     line_cost = jnp.where(valid, lines.units.astype(price.dtype) * price, 0.0)
