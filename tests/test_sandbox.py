@@ -13,9 +13,9 @@ import sys
 import time
 
 import pytest
+from agent_store import make_store
 
 from rbjax.agents import sandbox, seccomp
-from agent_store import make_store
 
 pytestmark = pytest.mark.skipif(seccomp.unavailable() is not None, reason="execute_code needs seccomp")
 
