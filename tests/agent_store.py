@@ -26,6 +26,8 @@ def make_store(env, empty: bool = False, funds: float = 1000.0):
     from rbjax.agents.ledger import StoreLedger, Today
     from rbjax.agents.tools import StoreTools
     from rbjax.model import orders
+    from rbjax.params import World
+    from rbjax.state import Lots, News, Suppliers
 
     names = Names(env.catalog, K)
     zeros = lambda *s, dtype=np.int32: np.zeros(s, dtype)
@@ -38,19 +40,38 @@ def make_store(env, empty: bool = False, funds: float = 1000.0):
         shelf=zeros(J, dtype=bool),
         on_hand=zeros(J),
         waiting=zeros(J),
-        quote_price=(0.5 + 0.01 * np.arange(J)[:, None] + 0.1 * np.arange(K)[None, :]).astype(np.float32),
-        quote_quality=np.full((J, K), 0.8, np.float32),
-        transport_min=np.full((J, K), 2, np.int8),
-        transport_max=np.full((J, K), 4, np.int8),
         lead=np.full((J, K), 3, np.int32),
-        lot_store=zeros(J, C),
-        lot_cost=zeros(J, C, dtype=np.float32),
-        lot_arrival=zeros(J, C),
-        news_mode=np.array([0, 3, 1], np.int32),
-        news_target=np.array([0, 0, 2], np.int32),
-        news_need=np.array([False, True, False]),
-        news_signed=np.array([0.0, 0.4, -0.7], np.float32),
-        news_remain=np.array([-1, 3, 4], np.int32),
+        lots=Lots(
+            store=zeros(J, C),
+            wait=zeros(J, C),
+            arrival=zeros(J, C),
+            cost=zeros(J, C, dtype=np.float32),
+            quality=zeros(J, C, dtype=np.float32),
+            supplier=zeros(J, C, dtype=np.int8),
+        ),
+        news=News(
+            mode=np.array([0, 3, 1], np.int32),
+            target=np.array([0, 0, 2], np.int32),
+            need=np.array([False, True, False]),
+            signed=np.array([0.0, 0.4, -0.7], np.float32),
+            remain=np.array([-1, 3, 4], np.int32),
+        ),
+        suppliers=Suppliers(
+            quality_tier=zeros(J, K, dtype=np.int8),
+            price_tier=zeros(J, K, dtype=np.int8),
+            quote_price=(0.5 + 0.01 * np.arange(J)[:, None] + 0.1 * np.arange(K)[None, :]).astype(np.float32),
+            quote_quality=np.full((J, K), 0.8, np.float32),
+            log=zeros(4, J, K, dtype=np.float32),
+        ),
+        world=World(
+            key=np.zeros(2, np.uint32),
+            cycle_len=np.full((J, K), 150, np.int16),
+            transport_min=np.full((J, K), 2, np.int8),
+            transport_max=np.full((J, K), 4, np.int8),
+            first_cycle=zeros(J, K, dtype=np.int16),
+            cycle_quality=zeros(4, J, K, dtype=np.int8),
+            cycle_price=zeros(4, J, K, dtype=np.int8),
+        ),
         capacity=15000,
         shelf_capacity=40,
         done=False,
@@ -61,18 +82,18 @@ def make_store(env, empty: bool = False, funds: float = 1000.0):
         today.shelf[[0, 1]] = True
         today.on_hand[[0, 2]] = 10, 5
         today.waiting[2] = 3
-        today.lot_store[0, :2], today.lot_cost[0, :2], today.lot_arrival[0, :2] = (
+        today.lots.store[0, :2], today.lots.cost[0, :2], today.lots.arrival[0, :2] = (
             (6, 4),
             (0.5, 0.75),
             (90, 92),
         )
-        today.lot_store[2, 0], today.lot_cost[2, 0], today.lot_arrival[2, 0] = 5, 1.0, 93
+        today.lots.store[2, 0], today.lots.cost[2, 0], today.lots.arrival[2, 0] = 5, 1.0, 93
         for i, (units, ret) in enumerate(((12, 1), (0, 0), (7, 0))):
             ledger.price[i, 0], ledger.units[i, 0], ledger.returned[i, 0] = 2.0, units, ret
             ledger.cogs[i, 0] = 0.5 * units
             ledger.sold_k[i, 0, 1], ledger.returned_k[i, 0, 1] = units, ret
             ledger.reviews[i, 0], ledger.stars[i, 0] = 2, 7 + i
-            ledger.quotes[i] = today.quote_price + 0.01 * i
+            ledger.quotes[i] = today.suppliers.quote_price + 0.01 * i
         ledger.ordered_k[0, 0, 1] = 40
         ledger.filled = ledger.quotes_filled = 3
     pay = jax.jit(orders.check_lines, static_argnums=(4,))

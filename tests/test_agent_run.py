@@ -110,7 +110,7 @@ def test_order_lines_through_the_engine(env, agent_params, keys):
     store.begin_day(today)
     fast, slow = int(np.argmin(today.lead[:, 0])), int(np.argmax(today.lead[:, 0]))
     assert today.lead[fast, 0] < today.lead[slow, 0]
-    dear = int(np.argmax(today.quote_price[:, 1]))
+    dear = int(np.argmax(today.suppliers.quote_price[:, 1]))
     s = {0: store.names.skus[fast], 1: store.names.skus[slow], 2: store.names.skus[dear]}
     one = {"items": [{"sku_id": s[0], "quantity": 100}], "supplier_id": "supplier_1"}
     two = {
@@ -147,7 +147,7 @@ def test_a_scripted_agent_day_is_recorded_in_the_ledger_and_trace(env, agent_par
     async def act(store, today):
         s = store.names.skus
         news.setdefault(store.store, []).append(
-            (today.news_remain.copy(), [n["id"] for n in store.news_today])
+            (today.news.remain.copy(), [n["id"] for n in store.news_today])
         )
         if today.day == 0:
             store.call("set_shelf_skus", {"sku_ids": s[:3]})

@@ -68,7 +68,7 @@ def order_lines(store, items: list[dict], supplier: int) -> list[dict]:
     out = []
     for item in items:
         j = names.skus.index(str(item["sku_id"]))
-        quality, price = t.quote_quality[j], t.quote_price[j]
+        quality, price = t.suppliers.quote_quality[j], t.suppliers.quote_price[j]
         q_rank, p_rank = quote_ranks(quality, price, supplier)
         out.append(
             {
@@ -86,6 +86,6 @@ def price_update(store, sku_id: str) -> dict:
     """``rb_diag`` of an executed price update: p* and the proxy supplier's cost it uses."""
     t = store.today
     j = store.names.skus.index(str(sku_id))
-    k = proxy_best(store.ledger, t.cal, j, t.quote_price[j])
-    cost = float(t.quote_price[j, k])
+    k = proxy_best(store.ledger, t.cal, j, t.suppliers.quote_price[j])
+    cost = float(t.suppliers.quote_price[j, k])
     return {"p_star": price_optimum(store.ledger, t.cal, j, cost), "cost": cost}

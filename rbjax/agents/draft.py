@@ -131,8 +131,8 @@ class DayDraft:
         lead = max(leads)
         order_index = len({line[4] for line in self.lines})
         new_lines = [(j, k, q, lead, order_index) for j, q in wanted]
-        accepted, spent = self.pay(self._arrays(self.lines + new_lines), t.quote_price, self.funds0)
-        unit_price = [np.float32(t.quote_price[j, k]) for j, _ in wanted]
+        accepted, spent = self.pay(self._arrays(self.lines + new_lines), t.suppliers.quote_price, self.funds0)
+        unit_price = [np.float32(t.suppliers.quote_price[j, k]) for j, _ in wanted]
         line_cost = [np.float32(q) * p for (_, q), p in zip(wanted, unit_price)]
         total = float(sum(line_cost, np.float32(0)))
         self.lines += new_lines  # refused orders stay: the step refuses them the same way and counts them
@@ -156,7 +156,7 @@ class DayDraft:
                     "units": q,
                     "unit_price": float(p),
                     "line_cost": float(c),
-                    "quality": float(t.quote_quality[j, k]),
+                    "quality": float(t.suppliers.quote_quality[j, k]),
                 }
                 for (j, q), p, c in zip(wanted, unit_price, line_cost)
             ],
@@ -215,7 +215,7 @@ class DayDraft:
         if (j, k) not in self.used_pairs:
             return int(t.lead[j, k])
         rng = np.random.Generator(np.random.Philox(key=[self.store.seed, t.day * 100_003 + call * 1_009 + n]))
-        return int(rng.integers(int(t.transport_min[j, k]), int(t.transport_max[j, k]) + 1))
+        return int(rng.integers(int(t.world.transport_min[j, k]), int(t.world.transport_max[j, k]) + 1))
 
     def _arrays(self, lines) -> dict[str, np.ndarray]:
         """The lines as ``OrderLines`` fields, padded to ``max_lines``."""

@@ -67,26 +67,17 @@ class AgentEngine:
                 shelf=s.shelf,
                 on_hand=self.obs.on_hand,
                 waiting=self.obs.waiting,
-                quote_price=s.suppliers.quote_price,
-                quote_quality=s.suppliers.quote_quality,
-                transport_min=s.world.transport_min,
-                transport_max=s.world.transport_max,
-                lot_store=s.lots.store,
-                lot_cost=s.lots.cost,
-                lot_arrival=s.lots.arrival,
-                news_mode=s.news.mode,
-                news_target=s.news.target,
-                news_need=s.news.need,
-                news_signed=s.news.signed,
-                news_remain=s.news.remain,
+                lots=s.lots,
+                news=s.news,
+                suppliers=s.suppliers,
+                world=s.world,
                 done=s.done,
-                world_key=s.world.key,
             )
         )
 
     def today(self, store: int) -> Today:
-        h, p = self.host, self.params
-        row = {k: v[store] for k, v in h.items() if k not in ("world_key",)}
+        p = self.params
+        row = jax.tree.map(lambda v: v[store], self.host)
         day = int(row.pop("day"))
         return Today(
             day=day,
@@ -102,7 +93,7 @@ class AgentEngine:
 
     def news_seed(self, store: int) -> int:
         """Stores of one supplier world share its news, and so their news ids."""
-        return int(np.asarray(self.host["world_key"][store]).astype(np.uint64).sum())
+        return int(np.asarray(self.host["world"].key[store]).astype(np.uint64).sum())
 
     def step(self, actions: dict[int, dict]) -> dict[int, tuple]:
         """Step the stores in ``actions`` once; returns {store: (DayInfo row, DayDetail row)} in numpy."""

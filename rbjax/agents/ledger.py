@@ -15,6 +15,9 @@ import dataclasses
 
 import numpy as np
 
+from rbjax.params import World
+from rbjax.state import Lots, News, Suppliers
+
 
 @dataclasses.dataclass
 class Order:
@@ -35,7 +38,8 @@ class Order:
 
 @dataclasses.dataclass
 class Today:
-    """One store this morning, as the engine left it (numpy; J products, K suppliers, C lots, N news)."""
+    """One store this morning, as the engine left it: numpy, the engine's own state types for its parts (J
+    products, K suppliers, C lots, N news)."""
 
     day: int  # days since opening
     cal: int  # calendar day
@@ -45,19 +49,13 @@ class Today:
     shelf: np.ndarray  # [J] bool
     on_hand: np.ndarray  # [J] int
     waiting: np.ndarray  # [J] int
-    quote_price: np.ndarray  # [J, K] float32
-    quote_quality: np.ndarray  # [J, K] hidden: written to place_order's trace payload only, never shown
-    transport_min: np.ndarray  # [J, K]
-    transport_max: np.ndarray  # [J, K]
     lead: np.ndarray  # [J, K] today's lead times of single-line orders (the engine's draw)
-    lot_store: np.ndarray  # [J, C]
-    lot_cost: np.ndarray  # [J, C]
-    lot_arrival: np.ndarray  # [J, C] calendar day
-    news_mode: np.ndarray  # [N]
-    news_target: np.ndarray  # [N]
-    news_need: np.ndarray  # [N] bool
-    news_signed: np.ndarray  # [N]
-    news_remain: np.ndarray  # [N]
+    lots: Lots  # [J, C] each
+    news: News  # [N] each
+    suppliers: (
+        Suppliers  # quotes [J, K]; quote_quality is hidden: written to place_order's trace payload only
+    )
+    world: World  # transport ranges [J, K], the key of the store's supplier world
     capacity: int
     shelf_capacity: int
     done: bool

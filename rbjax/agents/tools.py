@@ -76,22 +76,22 @@ class StoreTools:
         self.today, self.turn, self.calls, self.direct_calls = today, 0, 0, 0
         self.draft = DayDraft(self, self.pay, self.max_lines)
         items = []
-        for n in range(len(today.news_mode)):
+        for n in range(len(today.news.mode)):
             stayed = self.news_remain is not None and self.news_remain[n] >= 1
             item_id = self.news_today[n]["id"] if stayed else hex_id(self.news_seed, today.cal, n, "news")
             title, content = news_text.render(
                 item_id,
-                int(today.news_mode[n]),
-                int(today.news_target[n]),
-                bool(today.news_need[n]),
-                float(today.news_signed[n]),
+                int(today.news.mode[n]),
+                int(today.news.target[n]),
+                bool(today.news.need[n]),
+                float(today.news.signed[n]),
                 self.names,
                 self.explicit_news,
             )
             items.append(
                 {"id": item_id, "title": title, "content": content, "date": self.names.date(today.cal)}
             )
-        self.news_today, self.news_remain = items, today.news_remain
+        self.news_today, self.news_remain = items, today.news.remain
         first = len(self.ledger.news_log)
         self.ledger.news_log += [
             {**it, "record_id": first + i, "cal": today.cal} for i, it in enumerate(items)
@@ -239,7 +239,7 @@ class StoreTools:
         """
         start = time.perf_counter()
         t, draft = self.today, self.draft
-        self.ledger.add_day(t.cal, draft.prices, t.quote_price, info, detail)
+        self.ledger.add_day(t.cal, draft.prices, t.suppliers.quote_price, info, detail)
         paid = np.asarray(detail.line_accepted, bool)
         kept = [o for o in draft.orders if paid[draft.last_line[o.order_id]]]
         self.ledger.add_orders(kept)

@@ -160,7 +160,7 @@ def view_sku_inventory_cost(store, sku_ids=None):
     js = store.names.sku_list(sku_ids)
     payload, rows = {}, []
     for j in js:
-        q = t.lot_store[j]
+        q = t.lots.store[j]
         total = int(q.sum())
         sku = names.skus[j]
         if total == 0:
@@ -173,10 +173,10 @@ def view_sku_inventory_cost(store, sku_ids=None):
             }
             rows.append(f"| {sku} | 0 | - | - | - | - |")
             continue
-        cost = t.lot_cost[j].astype(np.float64)
+        cost = t.lots.cost[j].astype(np.float64)
         held = q > 0
         avg = float((q * cost).sum() / total)
-        days = float((q * (t.cal - t.lot_arrival[j])).sum() / total)
+        days = float((q * (t.cal - t.lots.arrival[j])).sum() / total)
         lo, hi = float(cost[held].min()), float(cost[held].max())
         payload[sku] = {
             "quantity": total,
@@ -248,17 +248,17 @@ def view_current_date_supplier_prices(store, sku_ids=None):
                 "supplier_id": names.suppliers[k],
                 "sku_id": names.skus[j],
                 "date": date,
-                "price": float(t.quote_price[j, k]),
+                "price": float(t.suppliers.quote_price[j, k]),
                 "category": names.category[j],
-                "transport_days_min": int(t.transport_min[j, k]),
-                "transport_days_max": int(t.transport_max[j, k]),
+                "transport_days_min": int(t.world.transport_min[j, k]),
+                "transport_days_max": int(t.world.transport_max[j, k]),
             }
             for k in range(len(names.suppliers))
         ]
         for j in js
     }
     rows = [
-        f"| {names.suppliers[k]} | {names.skus[j]} | {num(t.quote_price[j, k])} |"
+        f"| {names.suppliers[k]} | {names.skus[j]} | {num(t.suppliers.quote_price[j, k])} |"
         for k in range(len(names.suppliers))
         for j in js
     ] or ["| - | - | - |"]
