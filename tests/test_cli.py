@@ -160,3 +160,37 @@ def test_cli_streams_chunks_and_exits_non_zero_when_a_store_ends_non_finite(tmp_
     saved = np.load(tmp_path / "records.npz")
     assert np.array_equal(saved["net_worth"], worth, equal_nan=True) and saved["alive"].shape == shape
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []  # no scratch files left
+
+
+def test_cli_refuses_out_of_range_numbers_and_names_bad_files(tmp_path, capsys):
+    store = tmp_path / "store_0"
+    store.mkdir()
+    (store / "tool_calls.jsonl").write_text('{"day": 1}\n{not json\n')
+    for args, names in [
+        ("oracle --stores 1000000000000", "--stores must be at most 100,000,000"),
+        ("sweep --seeds 1000000000000 --rent 500", "--seeds must be at most"),
+        ("sweep --capacity 1e12 --seeds 2", "'capacity' must fit int32"),
+        ("run --progress -1", "--progress must be >= 0"),
+        ("run --records", "--records needs --out"),
+        ("bench --batches 0", "--batches must all be >= 1"),
+        ("bench --batches 4,x", "--batches needs comma-separated whole numbers"),
+        (
+            f"agents run --model m --base-url http://127.0.0.1:9/v1 --out {tmp_path / 'o'} --max-tokens -5",
+            "--max-tokens must be >= 1",
+        ),
+        (f"info --data {tmp_path / 'nowhere'}", "--data"),
+        (f"agents diagnose {tmp_path}", "tool_calls.jsonl, line 2: not a trace record"),
+    ]:
+        err = cli_error(capsys, args)
+        one_line = len([line for line in err.splitlines() if line.startswith("rbjax:")]) == 1
+        assert names in err and one_line and "Traceback" not in err, (args, err)
+
+
+def test_sweep_takes_whole_numbers_for_float_leaves_and_names_the_bad_point():
+    import rbjax
+    from rbjax.runners.sweep import sweep
+
+    env = rbjax.Env()
+    points = rbjax.grid(rent=[500, -1])  # 500 (an int) is a valid float32 rent: the check stops at point 1
+    with pytest.raises(ValueError, match=r"sweep point 1 \{'rent': -1\}: EnvParams.rent must be >= 0"):
+        sweep(env, lambda *a: None, None, env.default_params(), points, seeds=1, days=1)

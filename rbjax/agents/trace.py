@@ -92,8 +92,15 @@ def _plain(x):
 
 def read(path: str, timing: bool = True) -> list[dict]:
     """The records of a trace file; ``timing=False`` drops the fields that depend on wall time."""
+    recs = []
     with open(path) as f:
-        recs = [json.loads(line) for line in f if line.strip()]
+        for number, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                recs.append(json.loads(line))
+            except ValueError as e:
+                raise ValueError(f"{path}, line {number}: not a trace record ({e})") from None
     if not timing:
         for r in recs:
             for k in TIMING_FIELDS:

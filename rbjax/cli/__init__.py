@@ -21,7 +21,9 @@ import sys
 from rbjax.cli import agents, bench, run, sweep, train
 from rbjax.cli.common import add_env_flags, fail
 
-POSITIVE = ("stores", "days", "seeds", "batch_size", "store_chunk")
+POSITIVE = ("stores", "days", "seeds", "batch_size", "store_chunk", "max_tokens")
+NONNEGATIVE = ("progress",)
+MAX_STORES = 100_000_000  # a bound on --stores / --seeds: the per-store table alone would need ~100 GB
 
 
 class _Parser(argparse.ArgumentParser):
@@ -187,7 +189,17 @@ def main(argv=None) -> None:
     args = ap.parse_args(argv)
     for name in POSITIVE:
         if getattr(args, name, None) is not None and getattr(args, name) < 1:
-            ap.error(f"--{name.replace('_', '-')} must be >= 1")
+            ap.error(f"--{name.replace('_', '-')} must be >= 1, got {getattr(args, name)}")
+    for name in NONNEGATIVE:
+        if getattr(args, name, None) is not None and getattr(args, name) < 0:
+            ap.error(f"--{name} must be >= 0 (0: none), got {getattr(args, name)}")
+    for name in ("stores", "seeds"):
+        if getattr(args, name, None) is not None and getattr(args, name) > MAX_STORES:
+            ap.error(f"--{name} must be at most {MAX_STORES:,}, got {getattr(args, name):,}")
+    if getattr(args, "records", False) and not getattr(args, "out", None):
+        ap.error("--records needs --out DIR (the folder records.npz is written to)")
+    if args.func is bench.main:
+        bench.check_batches(args.batches, ap.error)
     cores = os.cpu_count() or 1
     if args.devices is not None and not 1 <= args.devices <= cores:
         ap.error(f"--devices must be between 1 and the host's {cores} cores, got {args.devices}")

@@ -5,6 +5,16 @@ from __future__ import annotations
 from pathlib import Path
 
 
+def check_batches(text: str, error) -> None:
+    """``--batches``: comma-separated whole numbers >= 1 (``error(message)`` otherwise)."""
+    try:
+        batches = [int(b) for b in text.split(",")]
+    except ValueError:
+        return error(f"--batches needs comma-separated whole numbers, got {text!r}")
+    if any(b < 1 for b in batches):
+        error(f"--batches must all be >= 1, got {text}")
+
+
 def main(args) -> None:
     import jax
 

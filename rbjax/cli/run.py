@@ -10,9 +10,12 @@ from rbjax.cli.common import fail, make_env, make_policy
 
 
 def info(args) -> None:
-    from rbjax.data import load_catalog
+    from rbjax.data import CatalogError, load_catalog
 
-    print(load_catalog(args.data))
+    try:
+        print(load_catalog(args.data))
+    except (CatalogError, OSError, ValueError) as e:
+        raise fail(f"--data {args.data}: {e}") from None
 
 
 def main(args) -> None:

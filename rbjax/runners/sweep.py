@@ -79,6 +79,26 @@ def _resolve(name: str, policy_params, env_params: EnvParams) -> tuple[str, str]
     )
 
 
+def _as_leaf(value, leaf, field: str) -> np.ndarray:
+    """``value`` in the dtype of ``leaf`` where it is a number that dtype holds exactly (500 for a float
+    leaf, 3.0 for an integer one); otherwise as it is, for the params check to name what is wrong."""
+    x = np.asarray(value)
+    kind = np.asarray(leaf).dtype
+    if x.dtype.kind not in "biuf":
+        raise ValueError(f"sweep values for {field!r} must be numbers, got {value!r}")
+    if kind.kind in "iu" and np.all(x == np.round(x)):
+        info = np.iinfo(kind)
+        if not ((x >= info.min) & (x <= info.max)).all():
+            raise ValueError(
+                f"sweep values for {field!r} must fit {kind} ({info.min:,} .. {info.max:,}), got {value}"
+            )
+        return x.astype(kind)
+    if kind.kind == "f":
+        with np.errstate(over="ignore"):  # a value past float32 becomes inf, which the check names
+            return x.astype(kind)
+    return x
+
+
 def _batched(base, fields: dict[str, list], stores: np.ndarray):
     """(params with swept leaves stacked over ``stores``, vmap axes pytree)."""
     if not fields:
@@ -136,7 +156,8 @@ def sweep(
     }
     for i, p in enumerate(points):  # each point's env params must be valid on their own
         try:
-            env.check_params(env_params.replace(**{f: np.asarray(v[i]) for f, v in values["env"].items()}))
+            point = {f: _as_leaf(v[i], getattr(env_params, f), f) for f, v in values["env"].items()}
+            env.check_params(env_params.replace(**point))
         except ValueError as e:
             raise ValueError(f"sweep point {i} {p}: {e}") from None
     n_stores = len(points) * seeds
