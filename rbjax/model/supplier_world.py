@@ -7,15 +7,18 @@
 - **Attempts in order, stopping at the first kept one.** The rule keeps the first valid attempt inside the
   band, so a product stops at its first such attempt (7.6 attempts on average, not 50); only the ~1 % of
   products with none in the band play all of them, keeping the closest valid one as ``select`` would.
-- **A pool of lanes over the products.** ``POOL_LANES`` lanes each play one (product, attempt) at a time and
-  take the next product when theirs is decided, so a product that needs 50 attempts does not hold up the
-  others. One ``while_loop`` trip plays one event (a supplier's cycle start, or the day after a date that
-  lacked a Q1 supplier) on every lane.
-- **Draws where they are needed.** Every attempt's draws are words of counter streams (``rng.bits_at``), so a
-  lane draws the one tier pair a cycle start needs, at the counter the full [cycles, J, K] table would have
-  used; the kept world is drawn the same way from the kept attempts' streams. No attempt is ever held whole.
+- **Rounds of whole attempts over a pool of lanes.** ``POOL_LANES`` lanes a store each play one (product,
+  attempt) a round, from the first event to the last (a supplier's cycle start, or the day after a date that
+  lacked a Q1 supplier). Lanes go to the undecided products in queue order; once fewer products are left
+  than lanes, the spare lanes play those products' following attempts in the same round, so a product that
+  needs 50 attempts takes a round or two instead of holding the pool for 50.
+- **Draws where they are needed, in vectorised passes.** Every attempt's draws are words of counter streams
+  (``rng.bits_at``): a round draws each lane's tier pairs (every row its attempt may start) in one pass at
+  the counters the full [cycles, J, K] table would have used, and the kept world is drawn the same way from
+  the kept attempts' streams. No attempt is ever held whole.
 
-Memory per store: the attempts' cycle lengths ([A, K, J] int32, 96 KB) and the pool's lanes.
+Memory per store: the pool's lanes (16 attempts' tier pairs, suppliers and moments: about 30 KB) and the
+products' running bests.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from jax.scipy.special import ndtr, ndtri
 
 from rbjax.config import EnvConfig
 from rbjax.kernels import rng
+from rbjax.kernels.xla import materialize
 from rbjax.model import suppliers as S
 from rbjax.params import EnvParams, World
 
@@ -166,167 +170,208 @@ def select_pooled(params: EnvParams, seeds, rule_seed, J: int, K: int, lanes: in
 
     seeds: [N, A, 4, 2] (``attempt_seeds``); rule_seed: [N, 2]. Returns (kept [N, J] int32, corr [N, J],
     lacking [N, J] int32). Each attempt's statistics are ``suppliers.selection_stats``'s, with the same
-    arithmetic.
+    arithmetic in the same order.
 
-    A trip applies the event its lanes prepared at the end of the previous trip (``prepare``: the event's
-    day, the starting supplier's drawn tier pair, the rule's draws, the current tiers' moments). Loop-carried
-    values are computed once; XLA:CPU would otherwise recompute a lane's draws inside every [K, W] consumer.
+    Rounds: in a round every lane plays one whole attempt (``_play``). Lanes go to the undecided products in
+    queue order, one attempt each while there are more of them than lanes; once there are fewer, the spare
+    lanes play their following attempts too, so the few products that need many attempts (about 1 % need all
+    50) take a round or two, not 50. A product is decided by the first of its attempts, in order, that the
+    rule keeps at once (valid, in the band); attempts played after it are ignored.
     """
     N, A = seeds.shape[:2]
     tasks = N * J
-    cycle_seeds, tier_seeds = seeds[:, :, 0].reshape(N * A, 2), seeds[:, :, 3].reshape(N * A, 2)
     W = min(lanes * N, tasks)
+    f = params.base_cost.dtype
+    band = params.copula_rho
+    # the queue: products by lowest band first (hard_v2's food band, 0.2-0.3, lies below most attempts'
+    # correlation: 11 attempts on average against 3 for the others, so they start first). Task q is product
+    # order[q // N] of store q % N. Any order keeps the same worlds.
+    order = jnp.argsort(band[:, 0], stable=True).astype(jnp.int32)
+    queue = jnp.arange(tasks, dtype=jnp.int32)
+    task_product, task_store = order[queue // N], queue % N
+    tables = _tables(params, J)
+    lane = jnp.arange(W, dtype=jnp.int32)
+
+    def round_(carry):
+        nxt_a, best, best_a, best_corr, best_lacking, decided = carry
+        undecided = ~decided
+        count = undecided.sum(dtype=jnp.int32)
+        rank = jnp.cumsum(undecided.astype(jnp.int32)) - 1
+        waiting = (
+            jnp.full((tasks,), tasks, jnp.int32).at[jnp.where(undecided, rank, tasks)].set(queue, mode="drop")
+        )
+        task = waiting[lane % count]
+        attempt = nxt_a[task] + lane // count
+        active = attempt < A
+        task = jnp.where(active, task, tasks)  # tasks: a spare lane, dropped by every scatter
+        j, s = task_product[task % tasks], task_store[task % tasks]
+        row = s * A + jnp.minimum(attempt, A - 1)
+        seed = lambda which: jnp.moveaxis(seeds[:, :, which].reshape(N * A, 2)[row], -1, 0)  # [2, W]
+        corr, lacking = _play(
+            params, tables, seed(0), seed(3), jnp.moveaxis(rule_seed[s], -1, 0), j, active, J, K
+        )
+        # the round's best attempt per product as ``select`` scores them: lowest score, then earliest attempt
+        distance = jnp.maximum(jnp.maximum(band[j, 0] - corr, corr - band[j, 1]), 0.0)
+        distance = jnp.where(jnp.isfinite(distance), distance, 1e3)
+        score = distance + 1e4 * (lacking >= S.MAX_LACKING_DATES)
+        low = jnp.full((tasks,), jnp.inf, f).at[task].min(score, mode="drop")
+        tied = active & (score == low[task % tasks])
+        first = jnp.full((tasks,), A, jnp.int32).at[jnp.where(tied, task, tasks)].min(attempt, mode="drop")
+        pick = jnp.where(tied & (attempt == first[task % tasks]), task, tasks)
+        better = low < best  # ties keep the earlier round's, an earlier attempt
+        best = jnp.where(better, low, best)
+        best_a = jnp.where(better, first, best_a)
+        best_corr = jnp.where(better, jnp.zeros_like(best_corr).at[pick].set(corr, mode="drop"), best_corr)
+        best_lacking = jnp.where(
+            better, jnp.zeros_like(best_lacking).at[pick].set(lacking, mode="drop"), best_lacking
+        )
+        nxt_a = nxt_a + jnp.zeros_like(nxt_a).at[task].add(1, mode="drop")
+        return nxt_a, best, best_a, best_corr, best_lacking, (best == 0) | (nxt_a >= A)
+
+    zi = jnp.zeros((tasks,), jnp.int32)
+    init = (zi, jnp.full((tasks,), jnp.inf, f), zi, jnp.zeros((tasks,), f), zi, jnp.zeros((tasks,), bool))
+    _, _, kept, corr, lacking, _ = jax.lax.while_loop(lambda c: (~c[-1]).any(), round_, init)
+    at = task_store * J + task_product  # queue order -> store-major [N, J]
+    return tuple(jnp.zeros_like(x).at[at].set(x).reshape(N, J) for x in (kept, corr, lacking))
+
+
+def _tables(params: EnvParams, J: int):
+    """What every attempt reads, flat for one-index gathers: the tier codes' five moments [5, J * TIER_CODES]
+    and the running sums of the base cost and of its square [2, (T + 1) * J] (``selection_stats``'s
+    ``accumulate``)."""
+    f = params.base_cost.dtype
+    moments = S._code_moments(params, J).reshape(J * S.TIER_CODES, 5).T
+    cost = params.base_cost.astype(f)
+    running = lambda x: jnp.concatenate([jnp.zeros((1, J), f), jnp.cumsum(x, 0)]).reshape(-1)
+    return moments, jnp.stack([running(cost), running(cost**2)])
+
+
+def _play(params: EnvParams, tables, cycle_seed, tier_seed, rule_seed, j, active, J: int, K: int):
+    """One attempt per lane played over the whole calendar: (pooled correlation [W], lacking dates [W] int32),
+    ``suppliers.selection_stats``'s numbers for that attempt's product ``j`` [W], bit for bit.
+
+    An event is a supplier's cycle start (its tier pair drawn at its counter) or the day after a date that
+    lacked a Q1 supplier; the rule runs once every supplier starting that day has its pair. Lanes are the
+    minor axis of every array ([K, W] suppliers, [K, 5, W] their moments): XLA:CPU runs a loop body as one
+    kernel per array it writes, so few, wide arrays. Each supplier keeps its tier code and its code's five
+    moments, so the day's moments are the same left-to-right sum of five rows ``accumulate`` takes.
+    """
+    moments, cum = tables
     T = params.base_cost.shape[0]
     C = S.calendar_cycles(params)
     f = params.base_cost.dtype
-    origin = params.cost_series_start.astype(jnp.int32)  # [J]
-    moments = S._code_moments(params, J).reshape(J * S.TIER_CODES, 5)
-    cost = params.base_cost.astype(f)
-    running = lambda x: jnp.concatenate([jnp.zeros((1, J), f), jnp.cumsum(x, 0)])
-    cum = jnp.stack([running(cost), running(cost**2)], -1).reshape((T + 1) * J, 2)
+    W = j.shape[0]
+    lo, hi = params.copula_rho[j, 0], params.copula_rho[j, 1]
+    origin = params.cost_series_start.astype(jnp.int32)[j]
     supplier = jnp.arange(K, dtype=jnp.int32)[:, None]  # [K, 1]
-    band = params.copula_rho
-    # products in the order lanes take them: lowest band first. A lane's last product sets the pool's pace,
-    # so the products likely to need many attempts go first (hard_v2's food band, 0.2-0.3, lies below most
-    # attempts' correlation: 11 attempts on average against 3 for the others). Any order keeps the same worlds.
-    # Task t is product order[t // N] of store t % N: every store's first product, then every store's second...
-    order = jnp.argsort(band[:, 0], stable=True).astype(jnp.int32)
-    # a lane's task number "j" decides its (product "p", store "s"), carried: XLA:CPU would otherwise redo the
-    # division inside every gather that reads them
-    of_task = lambda task: (order[(task % tasks) // N], (task % tasks) % N)
-    product = lambda lane: lane["p"]
-    store = lambda lane: lane["s"]
-    attempt = lambda lane: lane["s"] * A + lane["a"]  # [W] row of the [N * A] seed tables
+    L = _randint_at(cycle_seed[:, None], (j * K + supplier).astype(jnp.uint32), *params.cycle_range)  # [K, W]
+    moments_of = lambda code: jnp.take(moments, j * S.TIER_CODES + code, axis=1)  # [5, W]
+    m_bad = moments_of(S.BAD_CODE)  # the rule's (Q7, P5)
+    rule_seed = rule_seed[..., None]  # [2, W, 1]
+    # every row's tier pair of every supplier, drawn at once ([K * C, W]: a draw inside the event loop costs
+    # XLA:CPU several times as much as in one vectorised pass, and so does a flat [K * C * W] table)
+    rows = jnp.arange(C)[None, :, None]
+    drawn_table = tier_code(tier_seed[:, None, None], rows, j, supplier[:, None], lo, hi, J, K).reshape(
+        K * C, W
+    )
+    lane_index = jnp.arange(W, dtype=jnp.int32)
+    zk = jnp.zeros((K, W), jnp.int32)
+    state = dict(
+        nxt=zk,  # day 0 draws every supplier's pair from the cycle under way
+        row=zk,
+        code=zk,
+        m=jnp.zeros((K, 5, W), f),
+        fix=jnp.full((W,), S.BEYOND, jnp.int32),
+        now=jnp.zeros((W,), jnp.int32),
+        cum_now=jnp.take(cum, j, axis=1),  # the running sums at day ``now`` (day 0: zeros)
+        sums=jnp.zeros((5, W), f),
+        lacking=jnp.zeros((W,), jnp.int32),
+        done=~active,
+    )
 
-    def segment(lane, stop):  # ``selection_stats``'s accumulate: rows of days now .. stop - 1
-        j, start = product(lane), lane["now"]
-        c = jnp.take(cum, stop * J + j, axis=0) - jnp.take(cum, start * J + j, axis=0)
-        n = (stop - start).astype(f)
-        return lane["sums"] + lane["m"] * jnp.stack([c[:, 0], c[:, 1], n, n, c[:, 0]], -1)
-
-    def prepare(lane):  # the next event of every lane, and what applying it needs
-        j = product(lane)
-        nxt = lane["nxt"]
+    def event(st):
+        # per lane, computed once (XLA:CPU would otherwise redo a lane's chain inside every [K, W] consumer)
+        nxt = st["nxt"]
         t_s = reduce(jnp.minimum, list(nxt))
         k_star = jnp.full_like(t_s, K - 1)
         for k in reversed(
             range(K - 1)
         ):  # the first supplier starting next (unrolled: XLA:CPU's argmax is slow)
             k_star = jnp.where(nxt[k] == t_s, k, k_star)
-        t = jnp.minimum(t_s, lane["fix"])
-        r = jnp.sum(jnp.where(supplier == k_star, lane["row"], 0), 0)
-        seed = jnp.moveaxis(tier_seeds[attempt(lane)], -1, 0)  # [2, W]
-        code = list(lane["code"])
-        m = reduce(jnp.add, [jnp.take(moments, j * S.TIER_CODES + c, axis=0) for c in code])  # [W, 5]
-        lane = dict(lane, t=t, start=(t_s == t), k_star=k_star, m=m)
-        lane["sums_next"] = segment(lane, jnp.minimum(t, T))  # the sums once the rows up to the event are in
-        # the attempt's correlation if this event ends it (t >= T)
-        mp, mp2, mq, mq2, mpq = (lane["sums_next"] / (T * K)).T
-        corr = (mpq - mp * mq) / jnp.sqrt(jnp.maximum(mp2 - mp**2, 1e-30) * jnp.maximum(mq2 - mq**2, 1e-30))
-        return dict(
-            lane,
-            drawn=tier_code(seed, r, j, k_star, band[j, 0], band[j, 1], J, K),
-            rule_u=S.rule_draws(
-                jnp.moveaxis(rule_seed[store(lane)], -1, 0)[..., None], jnp.minimum(t, T - 1), j, J
-            ),
-            corr=corr,
+        t = jnp.minimum(t_s, st["fix"])
+        going = ~st["done"]
+        live = going & (t < T)
+        start = live & (t_s == t)
+        star = supplier == k_star  # [K, W]
+        row_star = jnp.sum(jnp.where(star, st["row"], 0), 0)
+        L_star = jnp.sum(jnp.where(star, L, 0), 0)
+        after = t + L_star - (t - origin) % L_star  # the starting supplier's next start
+        t, k_star, row_star, after, going, live, start = materialize(
+            t,
+            k_star,
+            row_star,
+            after,
+            going.astype(jnp.int32),
+            live.astype(jnp.int32),
+            start.astype(jnp.int32),
         )
-
-    def begin(lane, take):  # lanes in ``take`` start attempt ``lane["a"]`` of their product
-        j = product(lane)
-        seed = jnp.moveaxis(cycle_seeds[attempt(lane)], -1, 0)[:, None]  # [2, 1, W]
-        fresh = dict(
-            L=_randint_at(seed, (j * K + supplier).astype(jnp.uint32), *params.cycle_range).astype(jnp.int32),
-            nxt=jnp.zeros((K, W), jnp.int32),  # day 0 draws every supplier's pair from the cycle under way
-            row=jnp.zeros((K, W), jnp.int32),
-            code=jnp.zeros((K, W), jnp.int32),
-            fix=jnp.full((W,), S.BEYOND, jnp.int32),
-            now=jnp.zeros((W,), jnp.int32),
-            sums=jnp.zeros((W, 5), f),
-            lacking=jnp.zeros((W,), jnp.int32),
-        )
-        out = dict(lane)
-        for name, x in fresh.items():
-            out[name] = jnp.where(take[:, None] if name == "sums" else take, x, lane[name])
-        return out
-
-    def trip(carry):
-        lane, nxt_task, out = carry
-        t, active = lane["t"], lane["j"] < tasks
-        finished = active & (t >= T)
-        live = active & ~finished
-        sums = lane["sums_next"]
-        # a cycle start: supplier k_star takes its row's tier pair
-        starts = live & lane["start"] & (supplier == lane["k_star"])  # [K, W]
-        code = jnp.where(starts, lane["drawn"], lane["code"])
-        # the next start: a cycle's length later, or for day 0's draw the first cycle start after day 0
-        L = jnp.sum(jnp.where(supplier == lane["k_star"], lane["L"], 0), 0)  # [W] the starting supplier's
-        after = (t + L - (t - origin[product(lane)]) % L).astype(jnp.int32)
-        nxt = jnp.where(starts, after, lane["nxt"])
-        row = jnp.where(starts, lane["row"] + 1, lane["row"])
-        row = jnp.where(row == C, 0, row)  # later cycles reuse the table
-        # the day's rule, once every supplier starting that day has its pair
+        going, live, start = going > 0, live > 0, start > 0
+        # the rows of days now .. t - 1 at the tiers held since ``now``
+        stop = jnp.minimum(t, T)
+        cum_stop = jnp.take(cum, stop * J + j, axis=1)  # [2, W]
+        c = cum_stop - st["cum_now"]
+        n = (stop - st["now"]).astype(f)
+        m = reduce(jnp.add, list(st["m"]))  # [5, W]
+        sums = st["sums"] + m * jnp.stack([c[0], c[1], n, n, c[0]])
+        # a cycle start: supplier k_star takes its row's tier pair; its next start is a cycle's length later,
+        # or for day 0's draw the first cycle start after day 0
+        drawn = drawn_table[k_star * C + row_star, lane_index]
+        here = start & (supplier == k_star)
+        code = jnp.where(here, drawn, st["code"])
+        nxt = jnp.where(here, after, nxt)
+        row = jnp.where(
+            here, jnp.where(st["row"] + 1 == C, 0, st["row"] + 1), st["row"]
+        )  # later cycles reuse
+        # the day's rule (``suppliers.diversity_codes``), once every supplier starting that day has its pair
         rule_day = live & ~(nxt == t).any(0)
-        code = jnp.where(rule_day, jnp.stack(S.diversity_codes(list(code), lane["rule_u"])), code)
-        lack = rule_day & ~(S._has_best(code) & S._has_bad(code))
-        fix = jnp.where(rule_day, jnp.where(lack, t + 1, S.BEYOND), lane["fix"])
-        lane = dict(
-            lane,
+        u = S.rule_draws(rule_seed, jnp.minimum(t, T - 1), j, J)
+        is_bad = code == S.BAD_CODE
+        first_bad = jnp.full_like(t, K - 1)
+        for k in reversed(range(K - 1)):
+            first_bad = jnp.where(is_bad[k], k, first_bad)
+        any_bad = is_bad.any(0)
+        bad_slot = jnp.where(any_bad, first_bad, S._index(u[:, 0], K))
+        pick_best = S._index(u[:, 1], K - 1)
+        best_slot = pick_best + (pick_best >= bad_slot)  # uniform over the suppliers other than the bad one
+        force_bad = jnp.where(rule_day & ~any_bad, bad_slot, -1)
+        force_best = jnp.where(rule_day & ~(code < S.PRICE_TIERS).any(0), best_slot, -1)
+        best_code = S._index(u[:, 2], S.PRICE_TIERS)
+        force_bad, force_best, best_code = materialize(force_bad, force_best, best_code)
+        code = jnp.where(
+            supplier == force_best, best_code, jnp.where(supplier == force_bad, S.BAD_CODE, code)
+        )
+        # where each supplier's moments come from: 0 kept, 1 the drawn pair, 2 the rule's (Q7, P5), 3 its Q1
+        source = jnp.where(
+            supplier == force_best, 3, jnp.where(supplier == force_bad, 2, here.astype(jnp.int32))
+        )
+        lack = rule_day & ~(S._has_best(list(code)) & S._has_bad(list(code)))
+        options = (moments_of(drawn), m_bad, moments_of(best_code))
+        src = source[:, None]
+        ms = jnp.select([src == 1, src == 2, src == 3], [o[None] for o in options], st["m"])
+        return dict(
             nxt=nxt,
-            code=code,
             row=row,
-            fix=fix,
-            now=jnp.where(active, jnp.minimum(t, T), lane["now"]),
-            sums=sums,
-            lacking=lane["lacking"] + lack.astype(jnp.int32),
+            code=code,
+            m=ms,
+            fix=jnp.where(rule_day, jnp.where(lack, t + 1, S.BEYOND), st["fix"]),
+            now=jnp.where(going, stop, st["now"]),
+            cum_now=jnp.where(going, cum_stop, st["cum_now"]),
+            sums=jnp.where(going, sums, st["sums"]),
+            lacking=st["lacking"] + lack.astype(jnp.int32),
+            done=st["done"] | (going & (t >= T)),
         )
-        # an attempt played out: score it as ``select`` does, keep the best so far
-        j, corr = product(lane), lane["corr"]
-        distance = jnp.maximum(jnp.maximum(band[j, 0] - corr, corr - band[j, 1]), 0.0)
-        distance = jnp.where(jnp.isfinite(distance), distance, 1e3)
-        score = distance + 1e4 * (lane["lacking"] >= S.MAX_LACKING_DATES)
-        better = finished & (score < lane["best"])
-        lane["best"] = jnp.where(better, score, lane["best"])
-        lane["best_a"] = jnp.where(better, lane["a"], lane["best_a"])
-        lane["best_corr"] = jnp.where(better, corr, lane["best_corr"])
-        lane["best_lacking"] = jnp.where(better, lane["lacking"], lane["best_lacking"])
-        decided = finished & ((lane["best"] == 0) | (lane["a"] == A - 1))
-        target = jnp.where(decided, store(lane) * J + j, tasks)  # tasks: dropped
-        out = tuple(
-            o.at[target].set(v, mode="drop")
-            for o, v in zip(out, (lane["best_a"], lane["best_corr"], lane["best_lacking"]))
-        )
-        # decided lanes take the next products; the others play their product's next attempt
-        rank = jnp.cumsum(decided.astype(jnp.int32)) - 1
-        lane["j"] = jnp.where(decided, jnp.minimum(nxt_task + rank, tasks), lane["j"])
-        lane["p"], lane["s"] = of_task(lane["j"])
-        lane["a"] = jnp.where(decided, 0, jnp.where(finished, lane["a"] + 1, lane["a"]))
-        lane["best"] = jnp.where(decided, jnp.inf, lane["best"])
-        nxt_task = nxt_task + decided.sum(dtype=jnp.int32)
-        return prepare(begin(lane, finished)), nxt_task, out
 
-    zi, zk = jnp.zeros((W,), jnp.int32), jnp.zeros((K, W), jnp.int32)
-    lane = dict(
-        j=jnp.arange(W, dtype=jnp.int32),
-        p=of_task(jnp.arange(W, dtype=jnp.int32))[0],
-        s=of_task(jnp.arange(W, dtype=jnp.int32))[1],
-        a=zi,
-        best=jnp.full((W,), jnp.inf, f),
-        best_a=zi,
-        best_corr=jnp.zeros((W,), f),
-        best_lacking=zi,
-        L=zk,
-        nxt=zk,
-        row=zk,
-        code=zk,
-        fix=zi,
-        now=zi,
-        sums=jnp.zeros((W, 5), f),
-        lacking=zi,
-        m=jnp.zeros((W, 5), f),
-        sums_next=jnp.zeros((W, 5), f),
-    )
-    lane = prepare(begin(lane, jnp.ones((W,), bool)))
-    out = (jnp.zeros((tasks,), jnp.int32), jnp.zeros((tasks,), f), jnp.zeros((tasks,), jnp.int32))
-    _, _, out = jax.lax.while_loop(lambda c: (c[0]["j"] < tasks).any(), trip, (lane, jnp.int32(W), out))
-    return tuple(x.reshape(N, J) for x in out)
+    st = jax.lax.while_loop(lambda st: (~st["done"]).any(), event, state)
+    mp, mp2, mq, mq2, mpq = st["sums"] / (T * K)
+    corr = (mpq - mp * mq) / jnp.sqrt(jnp.maximum(mp2 - mp**2, 1e-30) * jnp.maximum(mq2 - mq**2, 1e-30))
+    return corr, st["lacking"]
