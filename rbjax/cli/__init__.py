@@ -114,6 +114,12 @@ def _add_bench(sub) -> None:
         help="throughput profiler: batch sizes x devices, sub-step costs, floor kernel, float32 drift",
     )
     p.add_argument("--quick", action="store_true", help="tiny sizes (a smoke test)")
+    p.add_argument(
+        "--profile",
+        action="store_true",
+        help="instead: XLA's op-level trace of one oracle day at --stores stores (profile.md, profile.csv, trace/)",
+    )
+    p.add_argument("--stores", type=int, default=1024, help="--profile: stores in the profiled batch")
     p.add_argument("--batches", default="1,16,256,1024,4096,16384,65536")
     p.add_argument("--days", type=int, default=10)
     p.add_argument("--out", default="benchmarks/out")

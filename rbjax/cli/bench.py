@@ -20,6 +20,8 @@ def main(args) -> None:
 
     from rbjax.perf import bench as profiler
 
+    if args.profile:
+        return profile(args)
     n = len(jax.devices())
     if args.quick:  # a smoke test: one policy, one small batch, a month, no float64 run
         policies, batches, days, counts, substep_batch, drift = ["random"], [4], 30, [n], 4, None
@@ -30,3 +32,20 @@ def main(args) -> None:
         profiler.run(policies, batches, days, counts, substep_batch, drift, Path(args.out), quick=args.quick)
     )
     print(f"wrote {args.out}/bench.md, bench.csv, substeps.csv, bench.png")
+
+
+PROFILE_DAYS_BEFORE, PROFILE_REPEATS = 20, 5  # the day profiled: the oracle's state after 20 days
+
+
+def profile(args) -> None:
+    """``rbjax bench --profile``: the op-level profile of one oracle day (``rbjax.perf.op_profile``)."""
+    from rbjax.env import Env
+    from rbjax.perf import op_profile
+
+    out = Path(args.out)
+    env = Env()
+    table = op_profile.profile_day(
+        env, env.default_params(), args.stores, PROFILE_DAYS_BEFORE, PROFILE_REPEATS, out
+    )
+    print(op_profile.write(table, out, args.stores, PROFILE_DAYS_BEFORE))
+    print(f"wrote {out}/profile.md, profile.csv and the trace {out}/trace")
