@@ -316,14 +316,19 @@ def diversity(q: jax.Array, p: jax.Array, u: jax.Array):
     is_bad = (q == WORST_QUALITY) & (p == CHEAPEST_PRICE)
     no_bad = ~is_bad.any(-1, keepdims=True)
     bad_slot = jnp.where(no_bad[:, 0], _index(u[:, 0], K), jnp.argmax(is_bad, -1))
-    force_bad = no_bad & (jnp.arange(K) == bad_slot[:, None])
-    q = jnp.where(force_bad, WORST_QUALITY, q)
-    p = jnp.where(force_bad, CHEAPEST_PRICE, p)
     pick_best = _index(u[:, 1], K - 1)
     best_slot = pick_best + (pick_best >= bad_slot)  # uniform over the suppliers other than the bad one
-    force_best = ~had_best & (jnp.arange(K) == best_slot[:, None])
-    q = jnp.where(force_best, BEST_QUALITY, q)
-    p = jnp.where(force_best, _index(u[:, 2], CHEAPEST_PRICE + 1)[:, None], p)
+    # per product, computed once (XLA:CPU would otherwise redo the rule and its draws for every supplier):
+    # the supplier forced to (Q7, P5), the one forced to Q1 (-1: none) and the forced Q1's price tier
+    force_bad, force_best, best_price = materialize(
+        jnp.where(no_bad[:, 0], bad_slot, -1),
+        jnp.where(had_best[:, 0], -1, best_slot),
+        _index(u[:, 2], CHEAPEST_PRICE + 1),
+    )
+    slot = jnp.arange(K)
+    forced_bad, forced_best = slot == force_bad[:, None], slot == force_best[:, None]
+    q = jnp.where(forced_best, BEST_QUALITY, jnp.where(forced_bad, WORST_QUALITY, q))
+    p = jnp.where(forced_best, best_price[:, None], jnp.where(forced_bad, CHEAPEST_PRICE, p))
     return q, p
 
 
