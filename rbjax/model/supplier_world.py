@@ -288,12 +288,10 @@ def _play(params: EnvParams, tables, cycle_seed, tier_seed, rule_seed, j, active
     )
 
     def event(st):
-        # per lane, computed once (XLA:CPU would otherwise redo a lane's chain inside every [K, W] consumer)
         nxt = st["nxt"]
         t_s = reduce(jnp.minimum, list(nxt))
-        k_star = jnp.full_like(
-            t_s, K - 1
-        )  # the first supplier starting next (unrolled: XLA:CPU's argmax is slow)
+        # the first supplier starting next (unrolled: XLA:CPU's argmax is slow)
+        k_star = jnp.full_like(t_s, K - 1)
         for k in reversed(range(K - 1)):
             k_star = jnp.where(nxt[k] == t_s, k, k_star)
         t = jnp.minimum(t_s, st["fix"])
@@ -303,7 +301,8 @@ def _play(params: EnvParams, tables, cycle_seed, tier_seed, rule_seed, j, active
         star = supplier == k_star  # [K, W]
         row_star = jnp.sum(jnp.where(star, st["row"], 0), 0)
         L_star = jnp.sum(jnp.where(star, L, 0), 0)
-        after = t + L_star - (t - origin) % L_star  # the starting supplier's next start
+        after = t + L_star - (t - origin) % L_star  # its next start (day 0: the first one after day 0)
+        # per lane, computed once (XLA:CPU would otherwise redo a lane's chain inside every [K, W] consumer)
         lane_values = (t, k_star, row_star, after, going, live, start)
         t, k_star, row_star, after, going, live, start = materialize(
             *(x.astype(jnp.int32) for x in lane_values)
@@ -314,35 +313,18 @@ def _play(params: EnvParams, tables, cycle_seed, tier_seed, rule_seed, j, active
         cum_stop = jnp.take(cum, stop * J + j, axis=1, mode="clip")  # [2, W]
         c = cum_stop - st["cum_now"]
         n = (stop - st["now"]).astype(f)
-        m = reduce(jnp.add, [moments_of(x) for x in st["code"]])  # [5, W]; day 0's empty rows: any code
+        m = reduce(jnp.add, [moments_of(x) for x in st["code"]])  # [5, W]
         sums = st["sums"] + m * jnp.stack([c[0], c[1], n, n, c[0]])
-        # a cycle start: supplier k_star takes its row's tier pair; its next start is a cycle's length later,
-        # or for day 0's draw the first cycle start after day 0
+        # a cycle start: supplier k_star takes its row's tier pair (later cycles reuse the table)
         drawn = drawn_table.at[k_star * C + row_star, lane_index].get(mode="clip")
         here = start & (supplier == k_star)
         code = jnp.where(here, drawn, st["code"])
         nxt = jnp.where(here, after, nxt)
-        row = jnp.where(
-            here, jnp.where(st["row"] + 1 == C, 0, st["row"] + 1), st["row"]
-        )  # later cycles reuse
-        # the day's rule (``suppliers.diversity_codes``), once every supplier starting that day has its pair
+        row = jnp.where(here, jnp.where(st["row"] + 1 == C, 0, st["row"] + 1), st["row"])
+        # the day's rule, once every supplier starting that day has its pair
         rule_day = live & ~(nxt == t).any(0)
-        u = S.rule_draws(rule_seed, jnp.minimum(t, T - 1), j, J)
-        is_bad = code == S.BAD_CODE
-        first_bad = jnp.full_like(t, K - 1)
-        for k in reversed(range(K - 1)):
-            first_bad = jnp.where(is_bad[k], k, first_bad)
-        any_bad = is_bad.any(0)
-        bad_slot = jnp.where(any_bad, first_bad, S._index(u[:, 0], K))
-        pick_best = S._index(u[:, 1], K - 1)
-        best_slot = pick_best + (pick_best >= bad_slot)  # uniform over the suppliers other than the bad one
-        force_bad = jnp.where(rule_day & ~any_bad, bad_slot, -1)
-        force_best = jnp.where(rule_day & ~(code < S.PRICE_TIERS).any(0), best_slot, -1)
-        best_code = S._index(u[:, 2], S.PRICE_TIERS)
-        force_bad, force_best, best_code = materialize(force_bad, force_best, best_code)
-        code = jnp.where(
-            supplier == force_best, best_code, jnp.where(supplier == force_bad, S.BAD_CODE, code)
-        )
+        ruled = S.diversity_codes(list(code), S.rule_draws(rule_seed, jnp.minimum(t, T - 1), j, J))
+        code = jnp.where(rule_day, jnp.stack(ruled), code)
         lack = rule_day & ~(S._has_best(list(code)) & S._has_bad(list(code)))
         return dict(
             nxt=nxt,

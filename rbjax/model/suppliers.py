@@ -349,12 +349,17 @@ def diversity_codes(code: list[jax.Array], u: jax.Array) -> list[jax.Array]:
     bad_slot = jnp.where(any_bad, first_bad, _index(u[:, 0], K))
     pick_best = _index(u[:, 1], K - 1)
     best_slot = pick_best + (pick_best >= bad_slot)  # uniform over the suppliers other than the bad one
-    best_code = BEST_QUALITY * PRICE_TIERS + _index(u[:, 2], CHEAPEST_PRICE + 1)
-    out = []
-    for k, c in enumerate(code):
-        c = jnp.where(~any_bad & (bad_slot == k), BAD_CODE, c)
-        out.append(jnp.where(~had_best & (best_slot == k), best_code, c))
-    return out
+    # per product, computed once (as in ``diversity``): the supplier forced to (Q7, P5), the one forced to
+    # Q1 (-1: none) and the forced Q1's code
+    force_bad, force_best, best_code = materialize(
+        jnp.where(any_bad, -1, bad_slot),
+        jnp.where(had_best, -1, best_slot),
+        BEST_QUALITY * PRICE_TIERS + _index(u[:, 2], CHEAPEST_PRICE + 1),
+    )
+    return [
+        jnp.where(force_best == k, best_code, jnp.where(force_bad == k, BAD_CODE, c))
+        for k, c in enumerate(code)
+    ]
 
 
 def daily_quotes(world: World, params: EnvParams, quality_tier, price_tier, cal_day, supply_effect):
