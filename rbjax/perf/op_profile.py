@@ -2,9 +2,10 @@
 the rbjax functions their operations come from (``rbjax bench --profile``).
 
 ``profile_day`` compiles one day of a policy (its action and ``Env.step``) for a batch of stores on one device,
-runs it under ``jax.profiler.trace`` and returns one row per kernel: calls and milliseconds per day, share of
-the day, and the rbjax function most of the kernel's operations were traced from (``kernel_sources``, read off
-the optimised HLO's stack frames). The trace itself (``trace/plugins/profile/<run>/*.trace.json.gz``) opens in
+runs it under ``jax.profiler.trace`` and returns one row per kernel: calls and milliseconds per day (busy time:
+independent kernels run side by side, so the sum exceeds the day's wall time), share of the day's kernel time,
+and the rbjax function most of the kernel's operations were traced from (``kernel_sources``, read off the
+optimised HLO's stack frames). The trace itself (``trace/plugins/profile/<run>/*.trace.json.gz``) opens in
 Perfetto (ui.perfetto.dev) or TensorBoard's profile plugin.
 """
 
@@ -166,8 +167,8 @@ def write(table: pd.DataFrame, out: Path, stores: int, days_before: int, policy:
         f"# Where a day goes, kernel by kernel ({policy}, {stores:,} stores, state after {days_before} days, "
         f"one {jax.devices()[0].platform} device)",
         "",
-        f"{total:.2f} ms of kernels a day, {len(table)} kernels. The trace: `{out / 'trace'}` (Perfetto, "
-        "TensorBoard).",
+        f"{total:.2f} ms of kernel time a day in {len(table)} kernels: busy time, since independent kernels run "
+        f"side by side (time a change as a whole day). The trace: `{out / 'trace'}` (Perfetto, TensorBoard).",
         "",
         "| rbjax function | ms a day | share | kernels |",
         "|---|---|---|---|",
