@@ -17,8 +17,8 @@
   the counters the full [cycles, J, K] table would have used, and the kept world is drawn the same way from
   the kept attempts' streams. No attempt is ever held whole.
 
-Memory per store: the pool's lanes (16 attempts' tier pairs, suppliers and moments: about 30 KB) and the
-products' running bests.
+Memory per store: the pool's 16 lanes (each its attempt's 75 tier pairs and five suppliers' state) and the
+products' running bests, well under 0.1 MB (``docs/performance.md``).
 """
 
 from __future__ import annotations

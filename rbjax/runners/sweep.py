@@ -79,50 +79,38 @@ def _resolve(name: str, policy_params, env_params: EnvParams) -> tuple[str, str]
     )
 
 
-def _as_leaf(value, leaf, field: str) -> np.ndarray:
-    """``value`` in the dtype of ``leaf`` where it is a number that dtype holds exactly (500 for a float
-    leaf, 3.0 for an integer one); otherwise as it is, for the params check to name what is wrong."""
-    x = np.asarray(value)
-    kind = np.asarray(leaf).dtype
-    if x.dtype.kind not in "biuf":
-        raise ValueError(f"sweep values for {field!r} must be numbers, got {value!r}")
-    if kind.kind in "iu" and np.all(x == np.round(x)):
-        info = np.iinfo(kind)
-        if not ((x >= info.min) & (x <= info.max)).all():
+def _column(base, field: str, values: list) -> np.ndarray:
+    """[P, *shape] the sweep values of ``field`` in its leaf's dtype and shape, or a clear error: numbers only;
+    whole numbers within range for an integer leaf (500 is also a valid float leaf); 0 or 1 for a True / False
+    leaf. A float past the leaf's range becomes inf, which the params check names."""
+    ref = np.asarray(getattr(base, field))
+    x = [np.asarray(v) for v in values]
+    if any(v.dtype.kind not in "biuf" for v in x):
+        raise ValueError(f"sweep values for {field!r} must be numbers, got {values}")
+    if ref.dtype.kind in "iu":
+        if not all(np.all(v == np.round(v)) for v in x):
+            whole = f"{type(base).__name__}.{field} is an integer leaf: sweep values must be whole numbers"
+            raise ValueError(f"{whole}, got {values}")
+        info = np.iinfo(ref.dtype)
+        if not all(((v >= info.min) & (v <= info.max)).all() for v in x):
             raise ValueError(
-                f"sweep values for {field!r} must fit {kind} ({info.min:,} .. {info.max:,}), got {value}"
+                f"sweep values for {field!r} must fit {ref.dtype} ({info.min:,} .. {info.max:,}), got {values}"
             )
-        return x.astype(kind)
-    if kind.kind == "f":
-        with np.errstate(over="ignore"):  # a value past float32 becomes inf, which the check names
-            return x.astype(kind)
-    return x
+    if ref.dtype.kind == "b" and not all(np.isin(v.astype(float), (0.0, 1.0)).all() for v in x):
+        raise ValueError(f"sweep values for {field!r} must be 0 or 1 (a True / False leaf), got {values}")
+    try:
+        with np.errstate(over="ignore"):
+            return np.stack([np.broadcast_to(v.astype(ref.dtype), ref.shape) for v in x])
+    except ValueError as e:
+        raise ValueError(f"sweep values for {field!r} must broadcast to its shape {ref.shape}: {e}") from None
 
 
-def _batched(base, fields: dict[str, list], stores: np.ndarray):
-    """(params with swept leaves stacked over ``stores``, vmap axes pytree)."""
-    if not fields:
+def _batched(base, columns: dict[str, np.ndarray], stores: np.ndarray):
+    """(params with the swept leaves' ``columns`` [P, ...] stacked over ``stores``, vmap axes pytree)."""
+    if not columns:
         return base, None
-    leaves, axes = {}, dict.fromkeys(_fields(base))
-    for field, values in fields.items():
-        ref = np.asarray(getattr(base, field))
-        if ref.dtype.kind in "iu" and not all(
-            np.all(np.asarray(v) == np.round(np.asarray(v))) for v in values
-        ):
-            raise ValueError(
-                f"sweep values for {field!r} must be whole numbers (an integer leaf), got {values}"
-            )
-        if ref.dtype.kind == "b" and not all(np.isin(np.asarray(v, float), (0.0, 1.0)).all() for v in values):
-            raise ValueError(f"sweep values for {field!r} must be 0 or 1 (a True / False leaf), got {values}")
-        try:
-            col = np.stack([np.broadcast_to(np.asarray(v, ref.dtype), ref.shape) for v in values])
-        except ValueError as e:
-            raise ValueError(
-                f"sweep values for {field!r} must broadcast to its shape {ref.shape}: {e}"
-            ) from None
-        leaves[field] = col[stores]
-        axes[field] = 0
-    return base.replace(**leaves), base.replace(**axes)
+    axes = dict.fromkeys(_fields(base)) | dict.fromkeys(columns, 0)
+    return base.replace(**{f: col[stores] for f, col in columns.items()}), base.replace(**axes)
 
 
 def sweep(
@@ -154,16 +142,17 @@ def sweep(
         scope: {f: [p[n] for p in points] for n, (s, f) in scoped.items() if s == scope}
         for scope in ("policy", "env")
     }
+    base = {"policy": policy_params, "env": env_params}
+    columns = {scope: {f: _column(base[scope], f, v) for f, v in values[scope].items()} for scope in values}
     for i, p in enumerate(points):  # each point's env params must be valid on their own
         try:
-            point = {f: _as_leaf(v[i], getattr(env_params, f), f) for f, v in values["env"].items()}
-            env.check_params(env_params.replace(**point))
+            env.check_params(env_params.replace(**{f: col[i] for f, col in columns["env"].items()}))
         except ValueError as e:
             raise ValueError(f"sweep point {i} {p}: {e}") from None
     n_stores = len(points) * seeds
     ids = np.arange(n_stores)
-    p_params, p_axes = _batched(policy_params, values["policy"], ids // seeds)
-    e_params, e_axes = _batched(env_params, values["env"], ids // seeds)
+    p_params, p_axes = _batched(policy_params, columns["policy"], ids // seeds)
+    e_params, e_axes = _batched(env_params, columns["env"], ids // seeds)
     seed_keys = jax.random.split(jax.random.key(key) if isinstance(key, int) else key, seeds)
     start = time.perf_counter()
     chunks = rollout_chunks(
