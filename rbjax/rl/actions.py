@@ -123,21 +123,44 @@ def order_budget(funds: jax.Array) -> jax.Array:
 def decode(choice: Choice, obs: Observation) -> Action:
     """A valid ``Action`` from one store's ``choice`` and observation."""
     f = obs.prices.dtype
-    J, K = obs.quote_price.shape
     cheapest = obs.quote_price.min(-1)
     best, _, has_record = price_and_demand(
         obs.sales_price, obs.sales_units, cheapest, obs.sales_units.shape[0]
     )
     historic = choice.price == len(PRICE_MOVES)
     move = jnp.asarray(PRICE_MOVES + (0.0,), f)[choice.price]
-    target = jnp.where(historic & has_record, best, obs.prices * (1.0 + move))
-    price = jnp.clip(target, PRICE_BAND[0] * cheapest, PRICE_BAND[1] * cheapest)
-    score = choice.shelf + SHELF_KEEP * obs.shelf
-    shelf = rank(score) < obs.shelf_capacity
+    return assemble(
+        obs,
+        price=jnp.where(historic & has_record, best, obs.prices * (1.0 + move)),
+        shelf_score=choice.shelf + SHELF_KEEP * obs.shelf,
+        cover_days=jnp.asarray(COVER_DAYS, f)[choice.order],
+        supplier=choice.supplier,
+        set_price=(move != 0) | historic,
+    )
+
+
+def assemble(
+    obs: Observation,
+    price: jax.Array,
+    shelf_score: jax.Array,
+    cover_days: jax.Array,
+    supplier: jax.Array,
+    set_price: jax.Array,
+) -> Action:
+    """A valid ``Action`` from per-product decisions, each [J]: a target ``price`` (clamped to
+    ``PRICE_BAND`` x the cheapest quote), a ``shelf_score`` (the ``shelf_capacity`` highest go on the
+    shelf), ``cover_days`` of estimated demand to order up to (shelf products only, whole units under
+    ``MAX_UNITS``, lines past the day's budget dropped in product order) from ``supplier`` (int, 0..K-1),
+    and ``set_price`` (bool: whether a changed price counts as a price change)."""
+    f = obs.prices.dtype
+    K = obs.quote_price.shape[1]
+    cheapest = obs.quote_price.min(-1)
+    price = jnp.clip(price, PRICE_BAND[0] * cheapest, PRICE_BAND[1] * cheapest)
+    shelf = rank(shelf_score) < obs.shelf_capacity
     position = stock_position(obs)
-    target = jnp.asarray(COVER_DAYS, f)[choice.order] * daily_demand(obs)
+    target = cover_days * daily_demand(obs)
     units = jnp.where(shelf, jnp.clip(jnp.ceil(target - position), 0.0, MAX_UNITS), 0.0)
-    line = jnp.arange(K) == choice.supplier[:, None]  # [J, K]
+    line = jnp.arange(K) == supplier[:, None]  # [J, K]
     cost = units * jnp.sum(jnp.where(line, obs.quote_price, 0.0), -1)
     # affordable in product order, with a margin so float rounding never makes the env refuse a line
     units = jnp.where(jnp.cumsum(cost) <= order_budget(obs.funds) * (1.0 - 1e-5), units, 0.0)
@@ -146,5 +169,5 @@ def decode(choice: Choice, obs: Observation) -> Action:
         price=price.astype(f),
         shelf=shelf,
         order=order,
-        set_price=((move != 0) | historic) & (price != obs.prices),
+        set_price=set_price & (price != obs.prices),
     )
