@@ -84,6 +84,7 @@ class Env:
     def _reset(self, key: jax.Array, params: EnvParams, records: bool):
         if is_concrete(params):  # called outside jit: the values can be checked
             check_params(params, self.config)
+        params = opaque(params, key)
         cfg, f = self.config, self.config.float_dtype
         J, K, C, D = cfg.num_products, cfg.num_suppliers, cfg.lot_slots, cfg.pending_slots
         k_world, k_hist, k_price = jax.random.split(key, 3)
@@ -186,6 +187,7 @@ class Env:
         self.check_action(action)
         if params is not self._checked and is_concrete(params):  # outside jit: the values can be checked
             self._checked = self.check_params(params)
+        params = opaque(params, key, state)
         k_lead, k_attr, k_demand, k_reviews = _step_keys(key)
         new, acted = day.act(state, action, params, k_lead, self.config)
         new, sold = day.sell(new, params, (k_attr, k_demand, k_reviews), self.config)
@@ -250,6 +252,17 @@ class Env:
 
 
 _DETAIL_FIELDS = tuple(f.name for f in dataclasses.fields(DayDetail))
+
+
+def opaque(params: EnvParams, *inputs) -> EnvParams:
+    """``params`` behind an optimization barrier when the call is traced (any of ``params`` or ``inputs`` is
+    a tracer). A jitted loop that closes over concrete params (the natural way to write one) makes them
+    compile-time constants, and XLA then spends seconds constant-folding tables built from them (its
+    "Constant folding an instruction is taking > 1s" alarms); behind the barrier they stay runtime values,
+    as if passed as arguments."""
+    if is_concrete((params, inputs)):
+        return params
+    return jax.lax.optimization_barrier(params)
 
 
 def _step_keys(key: jax.Array) -> jax.Array:

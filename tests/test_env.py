@@ -98,3 +98,24 @@ def test_contract_of_a_variant_with_every_static_option_changed():
     run_script(
         f"import sys; sys.path.insert(0, {os.path.dirname(__file__)!r})\n" + VARIANT, "variant contract ok"
     )
+
+
+CLOSURE = """
+import subprocess, sys
+script = '''
+import jax, rbjax
+env = rbjax.Env(); params = env.default_params()
+def run(key):  # params closed over: compile-time constants
+    obs, state = env.reset(key, params)
+    return env.step(key, state, rbjax.Action.noop(state), params)[2]
+print(float(jax.jit(run)(jax.random.key(0))))
+'''
+out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+assert out.returncode == 0, out.stderr[-2000:]
+assert "Constant folding" not in out.stderr, out.stderr[-2000:]
+print("no alarms")
+"""
+
+
+def test_closing_over_params_raises_no_constant_folding_alarms():
+    run_script(CLOSURE, "no alarms")
