@@ -44,7 +44,9 @@ def test_cli_sweep_writes_tables_and_plots(tmp_path):
     table = pd.read_csv(tmp_path / "sweep.csv")
     assert len(table) == 16 and set(table.multiplier) == {3, 6} and set(table.shelf_capacity) == {30, 40}
     assert len(pd.read_csv(tmp_path / "summary.csv")) == 4 and (tmp_path / "final_net_worth.png").exists()
-    assert "best mean final net worth" in out
+    # the whole summary, one row per point (multiplier, shelf, net worth mean and sd, survival), the best marked
+    rows = [line.split() for line in out.splitlines() if line.split()[:1] in (["3"], ["6"])]
+    assert len(rows) == 4 and sum(row[-1] == "mean" for row in rows) == 1, out
 
 
 def cli_error(capsys, line: str) -> str:
@@ -82,18 +84,21 @@ def test_cli_checks_out_is_writable_before_any_work(tmp_path):
 
 
 def test_cli_points_the_compilation_cache_at_its_folder(tmp_path, monkeypatch):
+    """rbjax.setup's cache part (the device split, which needs a fresh process, is left out: tests/test_perf.py)."""
     import jax
 
-    from rbjax.cli import _use_compilation_cache
+    import rbjax
+    from rbjax.perf import devices
 
+    monkeypatch.setattr(devices, "split_cpu", lambda n=None: n)
     before = jax.config.jax_compilation_cache_dir
     try:
-        _use_compilation_cache(str(tmp_path / "a"))
+        rbjax.setup(cache=str(tmp_path / "a"))
         assert jax.config.jax_compilation_cache_dir == str(tmp_path / "a")
         monkeypatch.setenv("JAX_COMPILATION_CACHE_DIR", str(tmp_path / "b"))
-        _use_compilation_cache(None)
+        rbjax.setup()
         assert jax.config.jax_compilation_cache_dir == str(tmp_path / "b")
-        _use_compilation_cache("none")  # off: the setting is left alone
+        rbjax.setup(cache="none")  # off: the setting is left alone
         assert jax.config.jax_compilation_cache_dir == str(tmp_path / "b")
     finally:
         jax.config.update("jax_compilation_cache_dir", before)
@@ -115,15 +120,17 @@ def test_cli_rejects_bad_devices_seeds_learning_rates_and_fractional_integer_lea
         )
 
 
-def test_cli_warns_and_runs_uncached_when_the_cache_is_not_writable(tmp_path, capsys):
-    from rbjax.cli import _use_compilation_cache
-
-    blocker = tmp_path / "a-file"
-    blocker.write_text("")
+def test_cli_warns_and_runs_uncached_when_the_cache_is_not_writable(tmp_path, capsys, monkeypatch):
     import jax
 
+    import rbjax
+    from rbjax.perf import devices
+
+    monkeypatch.setattr(devices, "split_cpu", lambda n=None: n)
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
     before = jax.config.jax_compilation_cache_dir
-    _use_compilation_cache(str(blocker / "cache"))
+    rbjax.setup(cache=str(blocker / "cache"))
     assert "running without the compilation cache" in capsys.readouterr().err
     assert jax.config.jax_compilation_cache_dir == before
 
@@ -194,3 +201,58 @@ def test_sweep_takes_whole_numbers_for_float_leaves_and_names_the_bad_point():
     points = rbjax.grid(rent=[500, -1])  # 500 (an int) is a valid float32 rent: the check stops at point 1
     with pytest.raises(ValueError, match=r"sweep point 1 \{'rent': -1\}: EnvParams.rent must be >= 0"):
         sweep(env, lambda *a: None, None, env.default_params(), points, seeds=1, days=1)
+
+
+def test_cli_takes_the_global_options_before_or_after_the_command(capsys):
+    from rbjax.cli import parser
+
+    ap = parser()
+    args = ap.parse_args("oracle --stores 8 --days 5 --devices 1".split())
+    assert args.devices == 1 and args.cache is None and args.stores == 8
+    args = ap.parse_args("--devices 2 --cache a oracle --devices 1".split())  # after the command wins
+    assert args.devices == 1 and args.cache == "a"
+    assert ap.parse_args("--devices 2 run".split()).devices == 2
+    for line in ("info", "run", "eval", "sweep", "train ppo", "bench", "agents run --model m --out o"):
+        args = ap.parse_args([*line.split(), "--devices", "1", "--cache", "none"])
+        assert (args.devices, args.cache) == (1, "none"), line
+    args = ap.parse_args("agents diagnose d --cache none".split())
+    assert args.cache == "none" and args.runs == ["d"]
+    err = cli_error(capsys, "oracle --devices 0")
+    assert "--devices must be between 1" in err and len(err.strip().splitlines()) == 1
+
+
+def test_cli_help_shows_the_defaults_and_describes_every_sweep_parameter(capsys):
+    from rbjax.cli import main, parser
+
+    for line, default in (
+        ("train ppo", "(default: 512)"),
+        ("oracle", "(default: 1000)"),
+        ("sweep", "(default: 16)"),
+    ):
+        with pytest.raises(SystemExit) as exit_:
+            main([*line.split(), "--help"])
+        assert exit_.value.code == 0 and default in " ".join(capsys.readouterr().out.split()), line
+    sweep = parser()._subparsers._group_actions[0].choices["sweep"]
+    for action in sweep._actions:
+        assert action.help and action.help.strip(), action.dest
+
+
+def test_sweep_prints_one_row_per_point_and_marks_the_best():
+    import rbjax
+    from rbjax.cli.sweep import format_summary
+    from rbjax.runners import metrics
+
+    table = pd.DataFrame(
+        {
+            "multiplier": [2, 2, 4, 4, 6, 6],
+            "shelf_capacity": [30, 40] * 3,
+            "final_net_worth": [1e5, 2e5, 3e5, 2.5e5, np.nan, 1.0],
+            "survival_days": [180, 170, 180, 180, 100, 90],
+        }
+    )
+    summary = metrics.summary(table, by=["multiplier", "shelf_capacity"])
+    text = format_summary(rbjax.SweepResult(table, summary, ["multiplier", "shelf_capacity"], 1.0, 6))
+    rows = [line.split() for line in text.splitlines()[1:]]
+    assert len(rows) == 6 and [row[:2] for row in rows][2] == ["4", "30"]
+    assert rows[2][2:] == ["300,000", "n/a", "180.0", "<-", "best", "mean"]  # one seed per point: no sd
+    assert sum("best" in row for row in rows) == 1 and rows[4][2] == "n/a"

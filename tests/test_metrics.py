@@ -7,7 +7,7 @@ import pytest
 
 import rbjax
 from rbjax.policies import OracleParams, null_policy, oracle
-from rbjax.runners import metrics
+from rbjax.runners import metrics, paper
 from rbjax.runners.records import DaySummary
 
 
@@ -106,3 +106,47 @@ def test_compare_counts_the_stores_without_a_value_and_flags_corrupted_ones():
     assert cmp.loc["final_net_worth", "missing"] == 1 and cmp.loc["final_net_worth", "mean"] == 1.5
     assert "1 stores without a value" in metrics.format_compare(cmp)
     assert metrics.non_finite_stores(table).tolist() == [2]
+
+
+def _constant_table(**columns):
+    """Three stores with every main-table metric 1.0, except ``columns``."""
+    import pandas as pd
+
+    return pd.DataFrame({m: [1.0, 1.0, 1.0] for m in metrics.MAIN_TABLE} | columns)
+
+
+def test_format_compare_names_the_row_warns_off_180_days_explains_the_gap_and_says_na():
+    text = metrics.format_compare(metrics.compare(_constant_table(total_sales=[1.0, 2.0, 6.0]), days=30))
+    lines = text.splitlines()
+    assert lines[0].startswith("paper row: oracle (one run") and "180 days" in lines[0]
+    assert "30 days" in lines[1] and "not meaningful" in lines[1]
+    assert lines[-1].startswith("gap (sd) = (rbjax mean - paper) / rbjax sd")
+    # a spread of 0 (every store the same) leaves the gap undefined: n/a, never "+nan"
+    row = next(line for line in lines if line.startswith("final_net_worth"))
+    assert row.split()[-1] == "n/a" and "nan" not in text
+    assert next(line for line in lines if line.startswith("total_sales")).split()[-1] != "n/a"
+    llm = metrics.compare(_constant_table(), paper.LLM_ROWS["GPT-5.5 (ReAct)"], label="GPT-5.5 (ReAct)")
+    text = metrics.format_compare(llm.assign(sd=np.nan))
+    assert text.startswith("paper row: GPT-5.5 (ReAct)") and "not meaningful" not in text
+    assert "± n/a" in text and "nan" not in text
+
+
+def test_format_compare_keeps_one_format_per_metric_whatever_its_magnitude():
+    def row(metric, values):
+        text = metrics.format_compare(metrics.compare(_constant_table(**{metric: values}), {}))
+        return next(line for line in text.splitlines() if line.startswith(metric)).split()
+
+    # money: whole numbers, small or large; a ratio: 4 decimals, small or large
+    assert row("final_net_worth", [1.0, 2.0, 4.0])[1:4] == ["2", "±", "2"]
+    assert row("final_net_worth", [100_000.0, 200_000.0, 400_000.0])[1:4] == ["233,333", "±", "152,753"]
+    assert row("return_ratio", [0.01, 0.02, 0.04])[1] == "0.0233"
+    assert row("return_ratio", [100.0, 200.0, 400.0])[1] == "233.3333"
+
+
+def test_sweep_result_plot_saves_the_figure_at_path(tmp_path):
+    import pandas as pd
+
+    table = pd.DataFrame({"rent": [500, 500, 600, 600], "final_net_worth": [1.0, 2.0, 3.0, 5.0]})
+    result = rbjax.SweepResult(table, metrics.summary(table, by=["rent"]), ["rent"], 1.0, 4)
+    fig = result.plot("final_net_worth", path=tmp_path / "worth.png")
+    assert (tmp_path / "worth.png").stat().st_size > 0 and fig.axes

@@ -12,6 +12,8 @@ def test_bench_quick_writes_its_tables(tmp_path):
     main(["bench", "--quick", "--out", str(tmp_path)])
     md = (tmp_path / "bench.md").read_text()
     assert "store-days/s" in md and "floor kernel" in md and "Step / floor" in md
+    # quick times the random policy's day, policy included: the oracle alone is not timed, and says so
+    assert "| oracle policy | not timed (--quick) |" in md and "nan" not in md
     import pandas as pd
 
     table = pd.read_csv(tmp_path / "bench.csv")
@@ -117,3 +119,35 @@ ENTRY %main.3 (x: f32[4]) -> f32[4] {
     # the rng helper's frame is skipped for the model function that called it (XLA prints parent + 1)
     assert sources["exp_fusion"] == "model/demand.py:attraction"
     assert sources["copy.1"] == "env.py:step"
+
+
+def test_setup_splits_the_cpu_and_points_the_cache_as_the_cli_does(tmp_path):
+    """rbjax.setup in a fresh process: one CPU device per core and the cache of $JAX_COMPILATION_CACHE_DIR by
+    default, an explicit count and folder otherwise, and a clear error once JAX has started."""
+    from helpers import run_script
+
+    script = f"""
+import os
+os.environ["JAX_COMPILATION_CACHE_DIR"] = {str(tmp_path / "env")!r}
+import jax, rbjax
+rbjax.setup()
+assert len(jax.devices("cpu")) == os.cpu_count(), jax.devices("cpu")
+assert jax.config.jax_compilation_cache_dir == {str(tmp_path / "env")!r}
+jax.numpy.ones(3).block_until_ready()
+try:
+    rbjax.setup(devices=2, cache="none")
+except RuntimeError as e:
+    assert "before the first JAX computation" in str(e), e
+else:
+    raise AssertionError("setup after JAX started must raise")
+print("done")
+"""
+    run_script(script, "done")
+    script = f"""
+import jax, rbjax
+rbjax.setup(devices=3, cache={str(tmp_path / "own")!r})
+assert len(jax.devices("cpu")) == 3 and jax.config.jax_compilation_cache_dir == {str(tmp_path / "own")!r}
+print("done")
+"""
+    run_script(script, "done")
+    assert (tmp_path / "own").is_dir() and (tmp_path / "env").is_dir()

@@ -282,3 +282,67 @@ def test_load_refuses_non_finite_corrupt_and_mismatched_checkpoints(env, tmp_pat
     (keys / "policy.msgpack").write_bytes(serialization.msgpack_serialize(state))
     with pytest.raises(ValueError, match="keys/policy.msgpack"):
         load(keys, env)
+
+
+def test_train_ppo_says_it_is_compiling_before_it_compiles(env, params, monkeypatch, capsys):
+    """The phase line comes before the (minutes-long) compilation: here the traced program stops at once."""
+
+    class Traced(Exception):
+        pass
+
+    def make_train(env, config, progress=None):
+        def train(key, env_params, init):
+            assert "ppo: compiling the training program" in capsys.readouterr().err
+            raise Traced
+
+        return train
+
+    monkeypatch.setattr(ppo, "make_train", make_train)
+    with pytest.raises(Traced):
+        train_ppo(env, params, ppo.PPOConfig(**SMALL))
+
+
+def test_learning_curve_has_no_survival_before_an_episode_could_survive():
+    from rbjax.rl.train import learning_curve
+
+    config = ppo.PPOConfig(num_envs=8, num_steps=10, total_steps=8 * 10 * 5, minibatches=1)
+    metrics = (
+        dict(  # 5 updates of 10 days, horizon 30: no episode before update 2, none survives before update 3
+            episodes=np.array([0, 3, 5, 2, 0]),
+            episode_net_worth=np.array([0.0, -100.0, 50.0, 70.0, 0.0]),
+            survival=np.array([0.0, 0.0, 0.0, 0.5, 0.0]),
+            entropy=np.ones(5),
+        )
+    )
+    curve = learning_curve(metrics, config, horizon=30, times=[1.0, 2.0])
+    assert curve["update"].tolist() == [1, 2, 3, 4, 5] and curve.store_days.tolist() == [
+        80,
+        160,
+        240,
+        320,
+        400,
+    ]
+    np.testing.assert_array_equal(curve.episode_net_worth, [np.nan, -100.0, 50.0, 70.0, np.nan])
+    np.testing.assert_array_equal(curve.survival, [np.nan, np.nan, 0.0, 0.5, np.nan])
+    assert curve.wall_s.tolist()[:2] == [1.0, 2.0] and np.isnan(curve.wall_s[4])
+
+
+def test_learning_curve_plot_leaves_gaps_where_no_episode_ended_and_has_a_legend():
+    from rbjax.runners.plots import plot_learning_curve
+
+    curve = pd.DataFrame(
+        {
+            "stage": [1, 1, 2, 2],
+            "store_days": [10, 20, 30, 40],
+            "episodes": [0, 2, 0, 1],
+            "episode_net_worth": [0.0, 5.0, 0.0, 7.0],
+            "survival": [0.0, 0.5, 0.0, 1.0],
+            "entropy": [3.0, 2.9, 2.8, 2.7],
+        }
+    )
+    fig = plot_learning_curve(curve)
+    left, survival, entropy = fig.axes[0], fig.axes[2], fig.axes[1]
+    np.testing.assert_array_equal(survival.lines[0].get_ydata(), [np.nan, 0.5, np.nan, 1.0])
+    np.testing.assert_array_equal(left.lines[0].get_ydata(), [np.nan, 5.0, np.nan, 7.0])
+    for ax in (survival, entropy):  # the stage line (a run continued from a checkpoint) is in the legend
+        assert "continued from a checkpoint" in [t.get_text() for t in ax.get_legend().get_texts()]

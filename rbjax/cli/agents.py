@@ -168,12 +168,11 @@ def summary(args, rec, tools) -> None:
 
     table = metrics.store_metrics(rec).join(tools)
     found = paper.run_row(args.model, args.framework)
-    label, reference = found if found else ("none", {})
-    print(
-        f"paper row: {label}" + ("" if found else f" (the paper has no {args.framework} run of this model)")
-    )
+    label, reference = found if found else (None, {})
+    if not found:
+        print(f"paper row: none (the paper has no {args.framework} run of this model)")
     columns = metrics.MAIN_TABLE + ("direct_tools_per_day", "total_tools_per_day", "tokens_per_day")
-    print(metrics.format_compare(metrics.compare(table, reference, columns)))
+    print(metrics.format_compare(metrics.compare(table, reference, columns, label=label, days=args.days)))
     name = re.sub(r"[^A-Za-z0-9_.-]+", "_", args.model)
     table.to_csv(os.path.join(args.out, f"{name}_{args.framework}_stores.csv"), index_label="store")
     print(f"wrote {args.out}")
@@ -240,20 +239,23 @@ def diagnose(args) -> None:
 
 def add(sub) -> None:
     from rbjax.agents.frameworks import FRAMEWORKS
-    from rbjax.cli.common import add_env_flags
+    from rbjax.cli.common import add_env_flags, command
 
     p = sub.add_parser("agents", help="run stores through the RetailBench agent tools")
     cmd = p.add_subparsers(dest="agents_command", required=True)
-    r = cmd.add_parser("run", help="agents run the stores through the tools; traces and the main table")
+    doc = "agents run the stores through the tools; traces and the main table"
+    r = command(cmd, "run", help=doc, description=doc)
     r.add_argument(
         "--model",
         required=True,
         help="a model name served at --base-url, or policy:NAME (an rbjax policy driven through the tools)",
     )
-    r.add_argument("--stores", type=int, default=8)
+    r.add_argument("--stores", type=int, default=8, help="stores run, each by its own agent")
     r.add_argument("--out", required=True, help="folder for the traces, records.npz and the per-store CSV")
     llm = r.add_argument_group("language models")
-    llm.add_argument("--framework", choices=FRAMEWORKS, default="react")
+    llm.add_argument(
+        "--framework", choices=FRAMEWORKS, default="react", help="the agent framework of the paper"
+    )
     llm.add_argument(
         "--base-url", default=None, help="OpenAI-compatible endpoint (default: $OPENAI_BASE_URL)"
     )
@@ -294,8 +296,9 @@ def add(sub) -> None:
     )
     r.add_argument("--code-timeout", type=float, default=30.0, help="seconds an execute_code call may run")
     add_env_flags(r)
-    r.set_defaults(func=main, devices=1)
-    d = cmd.add_parser("diagnose", help="the paper's four-stage diagnostics of agent runs; CSVs and a figure")
+    r.set_defaults(func=main)
+    doc = "the paper's four-stage diagnostics of agent runs; CSVs and a figure"
+    d = command(cmd, "diagnose", help=doc, description=doc)
     d.add_argument("runs", nargs="+", metavar="DIR", help="folders written by `rbjax agents run`")
     d.add_argument("--out", default=None, help="folder for four_stages.png (default: the first DIR)")
     d.add_argument(
@@ -309,4 +312,4 @@ def add(sub) -> None:
         help="leave the runner's morning views out (always for policy runs: the reference's oracle has no runner)",
     )
     d.add_argument("--data", default=None, help="catalogue folder (default: the shipped catalogue)")
-    d.set_defaults(func=diagnose, devices=1)
+    d.set_defaults(func=diagnose)

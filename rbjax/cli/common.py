@@ -12,9 +12,46 @@ def fail(message: str) -> SystemExit:
     return SystemExit(f"rbjax: {message}")
 
 
+def add_global_options(p: argparse.ArgumentParser, default=argparse.SUPPRESS) -> None:
+    """``--devices`` and ``--cache``, on the main parser (default None) and on every command's (default
+    SUPPRESS: given after the command, a value overrides the one before it; not given, it leaves it alone)."""
+    p.add_argument(
+        "--devices",
+        type=int,
+        default=default,
+        help="CPU devices to split the host into (default: one per core; 1 disables sharding; train and "
+        "agents always use one)",
+    )
+    p.add_argument(
+        "--cache",
+        default=default,
+        metavar="DIR",
+        help="persistent XLA compilation cache, so a repeated command skips compilation (default: "
+        "$JAX_COMPILATION_CACHE_DIR, else ~/.cache/rbjax/xla; 'none' turns it off; bench never "
+        "uses it, as it times compilation)",
+    )
+
+
+class HelpWithDefaults(argparse.ArgumentDefaultsHelpFormatter):
+    """``--help`` with "(default: X)" after each option that has a default value (not after a required option,
+    an on/off flag, or one whose default is None: its help text says what it does by default)."""
+
+    def _get_help_string(self, action):
+        if action.required or action.default is None or action.nargs == 0:
+            return action.help
+        return super()._get_help_string(action)
+
+
+def command(sub, name: str, **kwargs) -> argparse.ArgumentParser:
+    """A command's parser: defaults shown in ``--help``, the global options accepted after the command too."""
+    p = sub.add_parser(name, formatter_class=HelpWithDefaults, **kwargs)
+    add_global_options(p)
+    return p
+
+
 def add_env_flags(p: argparse.ArgumentParser, days: int = 180) -> None:
-    p.add_argument("--days", type=int, default=days)
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--days", type=int, default=days, help="days per store (the paper's runs: 180)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the stores' random keys")
     p.add_argument(
         "--grouping",
         choices=["20", "ref19"],

@@ -73,8 +73,9 @@ def report(args, table, net_worth_paths) -> None:
     """
     from rbjax.runners import metrics, paper
 
+    label = "oracle" if args.policy == "oracle" else paper.BEST_LLM
     reference = paper.ORACLE if args.policy == "oracle" else paper.LLM_ROWS[paper.BEST_LLM]
-    print(metrics.format_compare(metrics.compare(table, reference)))
+    print(metrics.format_compare(metrics.compare(table, reference, label=label, days=args.days)))
     if args.out:
         table.to_csv(os.path.join(args.out, f"{args.policy}_stores.csv"), index_label="store")
         if args.policy == "oracle":

@@ -9,16 +9,19 @@ import numpy as np
 
 from rbjax.cli.common import fail, make_env, make_policy
 
-OPTIONS = {  # CLI flag -> sweep parameter
-    "products_per_category": "products_per_category",
-    "multiplier": "multiplier",
-    "window": "window",
-    "fallback_demand": "fallback_demand",
-    "shelf": "shelf_capacity",
-    "capacity": "capacity",
-    "rent": "rent",
-    "initial_funds": "initial_funds",
-    "news_scale": "news_scale",
+OPTIONS = {  # CLI flag -> (sweep parameter, --help)
+    "products_per_category": ("products_per_category", "oracle: candidate products per category (default 2)"),
+    "multiplier": (
+        "multiplier",
+        "oracle: days of forecast demand, reorder point and order-up-to (default 6)",
+    ),
+    "window": ("window", "oracle: days of sales history in its estimates (default 30)"),
+    "fallback_demand": ("fallback_demand", "oracle: daily demand when the history has none (default 10)"),
+    "shelf": ("shelf_capacity", "env: products on the shelf at most (default 40)"),
+    "capacity": ("capacity", "env: store capacity in units (default 15000)"),
+    "rent": ("rent", "env: rent per day (default 600)"),
+    "initial_funds": ("initial_funds", "env: funds at the opening (default 30000)"),
+    "news_scale": ("news_scale", "env: strength of the news effects on demand, lambda (default 0.8)"),
 }
 PLOTTED = ("final_net_worth", "total_sales", "survival_days")
 
@@ -38,7 +41,7 @@ def main(args) -> None:
 
     env, params = make_env(args)
     policy, policy_params = make_policy(args, env)
-    values = {OPTIONS[k]: parse_values(v, k) for k, v in vars(args).items() if k in OPTIONS and v}
+    values = {OPTIONS[k][0]: parse_values(v, k) for k, v in vars(args).items() if k in OPTIONS and v}
     if not values:
         raise fail("sweep: give at least one parameter to sweep, e.g. --multiplier 2,4,6")
     points = grid(**values)
@@ -62,10 +65,9 @@ def main(args) -> None:
     flat = result.summary.copy()
     flat.columns = [f"{m}_{s}" for m, s in flat.columns]
     flat.to_csv(os.path.join(args.out, "summary.csv"))
-    names = result.names
     for metric in PLOTTED:
-        fig = result.plot(metric, x=names[0], y=names[1] if len(names) > 1 else None)
-        fig.savefig(os.path.join(args.out, f"{metric}.png"), dpi=120)
+        y = result.names[1] if len(result.names) > 1 else None
+        result.plot(metric, y=y, path=os.path.join(args.out, f"{metric}.png"))
     bad = metrics.non_finite_stores(result.table)
     if len(bad):
         points = sorted(set(result.table.point.iloc[bad].tolist()))
@@ -73,13 +75,25 @@ def main(args) -> None:
             f"sweep: {len(bad)} stores at points {points[:8]} ended with a non-finite net worth or count; "
             f"the tables are written, but those points have no valid result"
         )
-    best = result.summary[("final_net_worth", "mean")].idxmax()
     print(
         f"{result.store_days:,} store-days in {result.seconds:.1f} s "
         f"({result.store_days / result.seconds:,.0f} store-days/s, compilation included)"
     )
-    print(
-        f"best mean final net worth: {result.summary[('final_net_worth', 'mean')].max():,.0f} at "
-        f"{ {n: getattr(v, 'item', lambda: v)() for n, v in zip(names, np.atleast_1d(best))} }"
-    )
+    print(format_summary(result))
     print(f"wrote {args.out}/sweep.csv, summary.csv and {'/'.join(PLOTTED)}.png")
+
+
+def format_summary(result, objective: str = "final_net_worth") -> str:
+    """A text table of ``result.summary`` (a SweepResult's), one row per grid point: the swept values, mean and
+    sd over seeds of ``objective``, mean survival days; the point with the best mean marked."""
+    from rbjax.runners.metrics import format_number
+
+    s = result.summary
+    table = s.index.to_frame(index=False)
+    for metric, stat in ((objective, "mean"), (objective, "sd"), ("survival_days", "mean")):
+        table[f"{metric} {stat}"] = [format_number(metric, v) for v in s[(metric, stat)]]
+    mean = s[(objective, "mean")].to_numpy(np.float64)
+    table[""] = ""
+    if np.isfinite(mean).any():
+        table.loc[int(np.nanargmax(np.where(np.isfinite(mean), mean, np.nan))), ""] = "<- best mean"
+    return table.to_string(index=False)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 from rbjax.cli.common import fail, make_env
 
 
@@ -38,9 +40,15 @@ def main(args) -> None:
     except FloatingPointError as e:
         raise fail(f"train: {e}") from None
     last = result.curve[result.curve.episodes > 0].tail(5)
+    survival = last.survival.mean()  # NaN before an episode could reach --days (rl.train.learning_curve)
+    survival = (
+        f"{survival:.2f}" if not math.isnan(survival) else f"n/a (no episode could last {args.days} days)"
+    )
+    episodes = "no episode ended" if last.empty else "last episodes: "
+    if not last.empty:
+        episodes += f"net worth {last.episode_net_worth.mean():,.0f}, survival {survival}"
     print(
         f"ppo: {config.num_updates} updates, {config.total_steps:,} store-days in {result.train_s:.0f} s "
-        f"({result.store_days_per_s:,.0f} store-days/s, compile {result.compile_s:.0f} s); last episodes: "
-        f"net worth {last.episode_net_worth.mean():,.0f}, survival {last.survival.mean():.2f}"
+        f"({result.store_days_per_s:,.0f} store-days/s, compile {result.compile_s:.0f} s); {episodes}"
     )
     print(f"wrote {args.out}/config.json, policy.msgpack, curve.csv, curve.png")

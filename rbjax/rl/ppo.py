@@ -363,10 +363,15 @@ class ProgressLog:
         self.times.append(time.perf_counter() - self.start)
         if (i + 1) % self.every == 0 or i + 1 == self.config.num_updates:
             steps = (i + 1) * self.config.num_envs * self.config.num_steps
+            episodes = (
+                f"episode net worth {float(metrics['episode_net_worth']):,.0f}  survival "
+                f"{float(metrics['survival']):.2f}"
+                if metrics["episodes"]
+                else "no episode ended yet"
+            )
             self.printer(
                 f"update {i + 1}/{self.config.num_updates}  {steps:,} store-days  "
-                f"{steps / self.times[-1]:,.0f}/s  episode net worth {float(metrics['episode_net_worth']):,.0f}"
-                f"  survival {float(metrics['survival']):.2f}  entropy {float(metrics['entropy']):.2f}"
+                f"{steps / self.times[-1]:,.0f}/s  {episodes}  entropy {float(metrics['entropy']):.2f}"
                 + (
                     f"  skipped non-finite steps {int(metrics['skipped_steps'])}"
                     if metrics["skipped_steps"]

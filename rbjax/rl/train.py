@@ -64,23 +64,18 @@ def train_ppo(
     elif jax.tree.map(jnp.shape, init.net) != jax.tree.map(jnp.shape, fresh.net):
         raise ValueError(f"init: the checkpoint's network does not match hidden={config.hidden}")
     init = init.replace(greedy=jnp.asarray(False))
+    printer(
+        f"ppo: compiling the training program ({config.num_updates} updates of {config.num_envs} stores x "
+        f"{config.num_steps} days; this can take minutes on a CPU) ..."
+    )
     compiled = train.lower(key, env_params, init).compile()
     compile_s = time.perf_counter() - start
-    printer(
-        f"ppo: compiled in {compile_s:.0f} s; {config.num_updates} updates of "
-        f"{config.num_envs} stores x {config.num_steps} days"
-    )
+    printer(f"ppo: compiled in {compile_s:.0f} s; training")
     log.start = start = time.perf_counter()
     runner, metrics = compiled(key, env_params, init)
     jax.block_until_ready(metrics)
     train_s = time.perf_counter() - start
-    curve = pd.DataFrame({k: np.asarray(v) for k, v in metrics.items()})
-    curve.insert(0, "update", np.arange(1, len(curve) + 1))
-    curve.insert(1, "store_days", curve["update"] * config.num_envs * config.num_steps)
-    if log.times:
-        curve.insert(
-            2, "wall_s", np.asarray(log.times[: len(curve)] + [np.nan] * (len(curve) - len(log.times)))
-        )
+    curve = learning_curve(metrics, config, int(env_params.horizon), log.times)
     result = TrainResult(ppo.policy_params(runner), curve, config, compile_s, train_s)
     _check_finite(result)
     if out is not None:
@@ -90,6 +85,27 @@ def train_ppo(
 
         plot_learning_curve(curve).savefig(Path(out) / "curve.png", dpi=110, bbox_inches="tight")
     return result
+
+
+def learning_curve(
+    metrics: dict, config: ppo.PPOConfig, horizon: int, times: list[float] | None = None
+) -> pd.DataFrame:
+    """One row per update from ``ppo.make_train``'s metrics (dict of [num_updates] arrays): update,
+    store_days, wall_s (with ``times``, the progress callback's seconds per update) and the metrics.
+
+    ``episode_net_worth`` and ``survival`` are over the episodes that ended in the update: NaN when none did.
+    ``survival`` (the share of them that reached the ``horizon``) is also NaN in the updates before an episode
+    could have reached it (update x num_steps < horizon): until then only failing episodes end.
+    """
+    curve = pd.DataFrame({k: np.asarray(v) for k, v in metrics.items()})
+    curve.insert(0, "update", np.arange(1, len(curve) + 1))
+    curve.insert(1, "store_days", curve["update"] * config.num_envs * config.num_steps)
+    if times:
+        curve.insert(2, "wall_s", np.asarray(times[: len(curve)] + [np.nan] * (len(curve) - len(times))))
+    none_ended = curve["episodes"] == 0
+    curve["episode_net_worth"] = curve["episode_net_worth"].where(~none_ended)
+    curve["survival"] = curve["survival"].where(~none_ended & (curve["update"] * config.num_steps >= horizon))
+    return curve
 
 
 def _check_finite(result: TrainResult) -> None:

@@ -110,12 +110,22 @@ def summary(
 
 
 def compare(
-    table: pd.DataFrame, reference: Mapping[str, float] = paper.ORACLE, metrics: tuple[str, ...] = MAIN_TABLE
+    table: pd.DataFrame,
+    reference: Mapping[str, float] = paper.ORACLE,
+    metrics: tuple[str, ...] = MAIN_TABLE,
+    label: str | None = None,
+    days: int | None = None,
 ) -> pd.DataFrame:
     """rbjax mean ± sd beside a reference row (default: the paper's oracle), with the gap in sd units.
 
-    The mean and sd are over the stores with a finite value (``n``); ``missing`` counts the others: a
-    ratio with an empty denominator (no sales), or a corrupted value (see ``non_finite_stores``).
+    table: ``store_metrics`` (one row per store). label: the reference row's name, printed by
+    ``format_compare`` (default: "oracle" for ``paper.ORACLE``); days: the run's days per store, which
+    ``format_compare`` checks against the paper's ``PAPER_DAYS``. Both are kept in the result's ``attrs``.
+
+    Returns one row per metric: mean, sd, paper, gap_sd = (mean - paper) / sd (NaN when sd is 0 or a value
+    is missing), n and missing. The mean and sd are over the stores with a finite value (``n``); ``missing``
+    counts the others: a ratio with an empty denominator (no sales), or a corrupted value (see
+    ``non_finite_stores``).
     """
     rows = []
     for m in metrics:
@@ -135,7 +145,11 @@ def compare(
                 "missing": len(values) - len(x),
             }
         )
-    return pd.DataFrame(rows).set_index("metric")
+    out = pd.DataFrame(rows).set_index("metric")
+    if label is None and reference is paper.ORACLE:
+        label = "oracle"
+    out.attrs.update(label=label, days=days)
+    return out
 
 
 def non_finite_stores(table: pd.DataFrame) -> np.ndarray:
@@ -145,17 +159,54 @@ def non_finite_stores(table: pd.DataFrame) -> np.ndarray:
     return np.flatnonzero(bad)
 
 
+PAPER_DAYS = 180  # the paper's runs are 180 days long
+# one number format per metric, whatever its magnitude; any other metric: 4 significant digits
+_WHOLE, _DAYS, _PER_DAY, _RATIO = "{:,.0f}", "{:,.1f}", "{:,.2f}", "{:.4f}"
+FORMATS = {
+    "survival_days": _DAYS,
+    "final_net_worth": _WHOLE,
+    "total_sales": _WHOLE,
+    "daily_sold_products": _PER_DAY,
+    "return_ratio": _RATIO,
+    "expired_ratio": _RATIO,
+    "stockout_days": _DAYS,
+    "stockout_ratio": _RATIO,
+    "acted_per_day": _PER_DAY,
+    "supplier_quality_score": _RATIO,
+    "quality_first": _RATIO,
+    "price_first": _RATIO,
+    "refused_orders": _WHOLE,
+    "merged_lots": _WHOLE,
+    "direct_tools_per_day": _PER_DAY,
+    "total_tools_per_day": _PER_DAY,
+    "tokens_per_day": _WHOLE,
+}
+
+
+def format_number(metric: str, value: float) -> str:
+    """``value`` in ``metric``'s format (``FORMATS``); "n/a" when it is not finite."""
+    return FORMATS.get(metric, "{:.4g}").format(value) if np.isfinite(value) else "n/a"
+
+
 def format_compare(cmp: pd.DataFrame) -> str:
-    """A fixed-width text table of ``compare``'s result."""
-    lines = [f"{'metric':22s} {'rbjax mean ± sd':>26s} {'paper':>12s} {'gap (sd)':>9s}"]
-    for m, row in cmp.iterrows():
-        big = abs(row["mean"]) >= 100
-        fmt = (lambda v: f"{v:,.0f}") if big else (lambda v: f"{v:.4f}")
+    """A fixed-width text table of ``compare``'s result: the paper row's name above it (and a warning when the
+    run's days are not the paper's 180), what the gap means below it; "n/a" for a value that is missing."""
+    label, days = cmp.attrs.get("label"), cmp.attrs.get("days")
+    lines = [f"paper row: {label} (one run of the reference simulator, {PAPER_DAYS} days)"] if label else []
+    if days is not None and days != PAPER_DAYS:
         lines.append(
-            f"{m:22s} {fmt(row['mean']) + ' ± ' + fmt(row['sd']):>26s} {fmt(row['paper']):>12s} "
-            f"{row['gap_sd']:>+9.2f}"
+            f"warning: this run has {days} days, the paper's numbers are over {PAPER_DAYS} days: the "
+            "comparison is not meaningful"
+        )
+    lines.append(f"{'metric':22s} {'rbjax mean ± sd':>26s} {'paper':>12s} {'gap (sd)':>9s}")
+    for m, row in cmp.iterrows():
+        gap = f"{row['gap_sd']:+.2f}" if np.isfinite(row["gap_sd"]) else "n/a"
+        lines.append(
+            f"{m:22s} {format_number(m, row['mean']) + ' ± ' + format_number(m, row['sd']):>26s} "
+            f"{format_number(m, row['paper']):>12s} {gap:>9s}"
             + (f"  ({int(row['missing'])} stores without a value)" if row.get("missing", 0) else "")
         )
+    lines.append("gap (sd) = (rbjax mean - paper) / rbjax sd; n/a: no spread over stores, or no value")
     return "\n".join(lines)
 
 

@@ -83,20 +83,29 @@ def plot_net_worth(paths: np.ndarray, reference: np.ndarray | None = None, label
 
 def plot_learning_curve(curve: pd.DataFrame):
     """PPO learning curve: mean final net worth and survival of the episodes ending in each update, and the
-    policy entropy, against store-days of experience."""
+    policy entropy, against store-days of experience.
+
+    curve: ``TrainResult.curve`` or curve.csv, one row per update. Net worth and survival are drawn only where
+    an episode ended and their value is known (NaN: none yet, ``rl.train.learning_curve``); a dashed line marks
+    where a run continued from a checkpoint (a ``stage`` column, ``rbjax train ppo --init``).
+    """
     fig, axes = _figure(ncols=2, width=10.0)
     x = curve["store_days"]
     ended = curve["episodes"] > 0
-    axes[0].plot(x[ended], curve["episode_net_worth"][ended], marker=".", lw=1)
+    known = lambda column: np.where(ended, curve[column], np.nan)
+    axes[0].plot(x, known("episode_net_worth"), marker=".", lw=1, label="final net worth (left axis)")
     axes[0].set_ylabel("final net worth of ended episodes")
     ax2 = axes[0].twinx()
-    ax2.plot(x[ended], curve["survival"][ended], color="C1", lw=1, alpha=0.7)
-    ax2.set_ylabel("share surviving 180 days", color="C1")
-    axes[1].plot(x, curve["entropy"], color="C2")
+    ax2.plot(x, known("survival"), color="C1", lw=1, alpha=0.7, label="share surviving (right axis)")
+    ax2.set_ylabel("share of ended episodes surviving all days", color="C1")
+    axes[1].plot(x, curve["entropy"], color="C2", label="entropy")
     axes[1].set_ylabel("entropy per product")
+    starts = x[curve["stage"].diff().fillna(0) != 0] if "stage" in curve else []
     for ax in axes:
         ax.set_xlabel("store-days")
-        if "stage" in curve:  # a run continued from a checkpoint (``rbjax train ppo --init``)
-            for start in x[curve["stage"].diff().fillna(0) != 0]:
-                ax.axvline(start, color="grey", ls="--", lw=1)
+        for i, start in enumerate(starts):
+            ax.axvline(start, color="grey", ls="--", lw=1, label=None if i else "continued from a checkpoint")
+    handles = [h for ax in (axes[0], ax2) for h in ax.get_legend_handles_labels()[0]]
+    ax2.legend(handles=handles, fontsize="small")
+    axes[1].legend(fontsize="small")
     return fig

@@ -3,7 +3,7 @@
 >>> result = rbjax.sweep(env, oracle, OracleParams.default(), env.default_params(),
 ...                      rbjax.grid(multiplier=[2, 4, 6], shelf_capacity=[30, 40]), seeds=64)
 >>> result.summary["final_net_worth"]          # mean, sd, quantiles per point
->>> result.plot("final_net_worth", x="multiplier", y="shelf_capacity")
+>>> result.plot("final_net_worth", x="multiplier", y="shelf_capacity", path="net_worth.png")  # saved there
 
 Only the swept leaves get a batch axis (``vmap`` in_axes 0); every other leaf is shared, so a sweep never
 copies the catalogue tables per store. Seed s uses the same key at every point (common random numbers),
@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import os
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -43,11 +44,23 @@ class SweepResult:
     seconds: float  # wall time, compilation included
     store_days: int
 
-    def plot(self, metric: str = "final_net_worth", x: str | None = None, y: str | None = None, **kwargs):
-        """Error bars against one parameter, or a heat map over two (``rbjax.plots.plot_sweep``)."""
+    def plot(
+        self,
+        metric: str = "final_net_worth",
+        x: str | None = None,
+        y: str | None = None,
+        path: str | os.PathLike | None = None,
+        **kwargs,
+    ):
+        """Error bars of ``metric`` against parameter ``x`` (default: the first swept one), or with ``y`` a heat
+        map over two (``rbjax.runners.plots.plot_sweep``). Returns the matplotlib Figure; with ``path`` it is
+        also saved there (the format from the file name's ending, e.g. .png or .pdf)."""
         from rbjax.runners.plots import plot_sweep
 
-        return plot_sweep(self.summary, metric, x or self.names[0], y, **kwargs)
+        fig = plot_sweep(self.summary, metric, x or self.names[0], y, **kwargs)
+        if path is not None:
+            fig.savefig(path, dpi=120)
+        return fig
 
 
 def _fields(obj) -> list[str]:
