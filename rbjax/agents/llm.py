@@ -54,6 +54,12 @@ class ChatError(RuntimeError):
     """The model gave no reply after the retries; the message says why (never the key)."""
 
 
+class InfraError(ChatError):
+    """The endpoint failed, not the model (after the retries): no connection, HTTP 5xx, 401/403, a time-out,
+    or a stream that was empty, cut short or carried an error. Never scored as a model's turn: the store
+    pauses where it was and the run stops with one line naming the cause, to be continued by ``--resume``."""
+
+
 class ChatModel(Protocol):
     async def complete(self, messages: list[dict], tools: list[dict] | None = None) -> Completion: ...
 
