@@ -2,9 +2,18 @@
 thread, answering from a script. Nothing leaves the machine.
 
 ``script(request, n) -> reply``: ``request`` is the request's JSON, ``n`` counts requests from 0. A reply is
-``Stream(content, reasoning, usage, cached, tool_calls)`` (server-sent chunks: reasoning deltas, content
-deltas, native tool-call deltas, then a usage chunk), ``Status(code)`` (an error reply), ``Malformed()``
-(a chunk that is not JSON) or ``Hang()`` (the headers and one chunk, then nothing until the server stops).
+``Stream(content, reasoning, usage, cached, tool_calls, finish, error)`` (server-sent chunks: reasoning
+deltas, content deltas, native tool-call deltas, a chunk with the finish reason, a usage chunk, ``[DONE]``;
+or, for a request without ``"stream": true``, one JSON reply with the same fields), ``Status(code)`` (an
+error reply: 401, 429, 500, ...), ``Malformed()`` (a chunk that is not JSON) or ``Hang()`` (the headers and
+one chunk, then nothing until the server stops).
+
+What llama.cpp's server does, as ``Stream`` fields: ``usage=None`` sends no usage chunk (it sends none, even
+when asked); ``finish=None`` ends with ``[DONE]`` but no finish reason (a stream cut short while other
+requests are in flight); ``Stream("", finish=None)`` is an empty reply; ``error="..."`` sends the content,
+then an ``{"error": ...}`` event inside the 200 stream, and stops. ``ChatStub(script, context=N)`` answers a
+prompt over N tokens (characters / 4) with that error event, as llama.cpp does for a context overflow (a
+400 for a request that is not streamed).
 """
 
 from __future__ import annotations
@@ -22,6 +31,8 @@ class Stream:
     usage: tuple[int, int] = (100, 10)  # prompt, completion tokens
     cached: int = 0
     tool_calls: tuple = ()  # native calls: (name, arguments JSON text) pairs, streamed in two pieces each
+    finish: str | None = "stop"  # None: no finish_reason at all
+    error: str | None = None  # an {"error": ...} event after the content, inside the 200 stream
 
 
 @dataclasses.dataclass
@@ -43,8 +54,8 @@ class ChatStub:
     """``with ChatStub(script) as stub:`` serves at ``stub.url`` (``http://127.0.0.1:PORT/v1``);
     ``stub.requests`` keeps every request's JSON, ``stub.headers`` its headers (lower-case names)."""
 
-    def __init__(self, script):
-        self.script = script
+    def __init__(self, script, context: int | None = None):
+        self.script, self.context = script, context
         self.requests: list[dict] = []
         self.headers: list[dict] = []
         self.stopping = threading.Event()
@@ -63,9 +74,18 @@ class ChatStub:
                     stub.headers.append({k.lower(): v for k, v in self.headers.items()})
                 if self.path != "/v1/chat/completions":
                     return self._status(404)
-                reply = stub.script(body, n)
+                prompt = sum(len(str(m.get("content") or "")) for m in body["messages"]) // 4
+                if stub.context is not None and prompt > stub.context:
+                    message = (
+                        f"the request ({prompt} tokens) exceeds the available context size ({stub.context})"
+                    )
+                    reply = Stream("", usage=None, error=message)
+                else:
+                    reply = stub.script(body, n)
                 if isinstance(reply, Status):
                     return self._status(reply.code)
+                if not body.get("stream") and isinstance(reply, Stream):
+                    return self._status(400, reply.error) if reply.error else self._json(body, reply)
                 self.send_response(200)
                 self.send_header("Content-Type", "text/event-stream")
                 self.end_headers()
@@ -85,22 +105,43 @@ class ChatStub:
                         for piece in _pieces(args):
                             tail = {"index": i, "function": {"arguments": piece}}
                             self._send(_chunk(body, {"tool_calls": [tail]}))
-                    self._send(_chunk(body, {}, finish="stop"))
-                    prompt, completion = reply.usage
-                    usage = {
-                        "prompt_tokens": prompt,
-                        "completion_tokens": completion,
-                        "total_tokens": prompt + completion,
-                        "prompt_tokens_details": {"cached_tokens": reply.cached},
-                    }
-                    self._send("data: " + json.dumps({**_head(body), "choices": [], "usage": usage}) + "\n\n")
+                    if reply.error is not None:  # llama.cpp: the error as an event, then the stream ends
+                        error = {"code": 400, "message": reply.error, "type": "exceed_context_size_error"}
+                        self._send("data: " + json.dumps({"error": error}) + "\n\n")
+                        self.close_connection = True
+                        return
+                    if reply.finish is not None:
+                        self._send(_chunk(body, {}, finish=reply.finish))
+                    if reply.usage is not None:
+                        usage = _usage(reply)
+                        self._send(
+                            "data: " + json.dumps({**_head(body), "choices": [], "usage": usage}) + "\n\n"
+                        )
                     self._send("data: [DONE]\n\n")
                 self.close_connection = True
 
-            def _status(self, code):
-                payload = json.dumps(
-                    {"error": {"message": f"scripted status {code}", "type": "stub"}}
-                ).encode()
+            def _json(self, body, reply):
+                message = {"role": "assistant", "content": reply.content}
+                if reply.reasoning:
+                    message["reasoning_content"] = reply.reasoning
+                if reply.tool_calls:
+                    message["tool_calls"] = [
+                        {"id": f"call_{i}", "type": "function", "function": {"name": name, "arguments": args}}
+                        for i, (name, args) in enumerate(reply.tool_calls)
+                    ]
+                choice = {"index": 0, "message": message, "finish_reason": reply.finish}
+                payload = {**_head(body), "object": "chat.completion", "choices": [choice]}
+                if reply.usage is not None:
+                    payload["usage"] = _usage(reply)
+                self._write(200, payload)
+
+            def _status(self, code, message=None):
+                self._write(
+                    code, {"error": {"message": message or f"scripted status {code}", "type": "stub"}}
+                )
+
+            def _write(self, code, obj):
+                payload = json.dumps(obj).encode()
                 self.send_response(code)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(payload)))
@@ -135,6 +176,16 @@ def _head(body):
         "object": "chat.completion.chunk",
         "created": 0,
         "model": body.get("model", ""),
+    }
+
+
+def _usage(reply):
+    prompt, completion = reply.usage
+    return {
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "total_tokens": prompt + completion,
+        "prompt_tokens_details": {"cached_tokens": reply.cached},
     }
 
 

@@ -6,7 +6,7 @@ import json
 import pytest
 from chat_stub import ChatStub, Hang, Malformed, Status, Stream
 
-from rbjax.agents.llm import ChatError, OpenAIChatModel, backoff, retryable
+from rbjax.agents.llm import ChatError, InfraError, OpenAIChatModel, backoff, retryable
 from rbjax.agents.parse import parse_tool_calls
 from rbjax.agents.specs import TOOL_NAMES
 
@@ -16,6 +16,10 @@ pytest.importorskip("openai")
 def calls(text):
     found, method = parse_tool_calls(text, TOOL_NAMES)
     return [(c.name, c.arguments) for c in found], method
+
+
+def errors(text):
+    return [c.error for c in parse_tool_calls(text, TOOL_NAMES)[0]]
 
 
 def test_xml_blocks_parse_in_order_with_string_or_object_arguments():
@@ -35,30 +39,53 @@ def test_xml_blocks_parse_in_order_with_string_or_object_arguments():
     )
 
 
-def test_unknown_names_are_dropped_and_only_the_first_end_today_is_kept():
+def test_unknown_names_carry_an_error_and_only_the_first_end_today_is_kept():
     text = (
         '<tool_call>{"name": "buy_everything", "arguments": {}}</tool_call>'
         '<tool_call>{"name": "end_today", "arguments": {}}</tool_call>'
         '<tool_call>{"name": "view_notes", "arguments": {}}</tool_call>'
         '<tool_call>{"name": "end_today", "arguments": {}}</tool_call>'
     )
-    assert calls(text) == ([("end_today", {}), ("view_notes", {})], "xml")
-    assert calls('<tool_call>{"name": "buy_everything", "arguments": {}}</tool_call>') == ([], "none")
+    assert calls(text) == ([("buy_everything", {}), ("end_today", {}), ("view_notes", {})], "xml")
+    assert errors(text) == ["Unknown tool: buy_everything", "", ""]
+    # bare JSON: an object with a name but no arguments is data (a product, a supplier), not a call
+    assert calls('{"name": "Milk 1L", "price": 2.5}') == ([], "none")
+    assert errors('{"name": "buy_everything", "arguments": {}}') == ["Unknown tool: buy_everything"]
 
 
-def test_malformed_arguments_become_an_empty_object_and_the_tool_is_still_named():
+def test_malformed_arguments_carry_an_error_and_the_tool_is_still_named():
     text = '<tool_call>{"name": "place_order", "arguments": {"items": [1, 2}</tool_call>'
     assert calls(text) == ([("place_order", {})], "xml")
-    assert calls('<tool_call>{"name": "view_notes", "arguments": "not json"}</tool_call>') == (
-        [("view_notes", {})],
-        "xml",
-    )
+    assert errors(text)[0].startswith("invalid JSON arguments: Expecting")
+    text = '<tool_call>{"name": "view_notes", "arguments": "not json"}</tool_call>'
+    assert calls(text) == ([("view_notes", {})], "xml") and errors(text)[0].startswith("invalid JSON")
+    text = '<tool_call>{"name": "view_notes", "arguments": [1]}</tool_call>'
+    assert errors(text) == ["invalid JSON arguments: expected an object, got list"]
+    assert errors('<tool_call>{"name": "view_notes", "arguments": ""}</tool_call>') == [""]
+    # a broken end_today does not end the day: it is answered with its error
+    text = '<tool_call>{"name": "end_today", "arguments": {]}</tool_call>' + "end_today()"
+    assert calls(text)[0] == [("end_today", {})] and errors(text)[0].startswith("invalid JSON")
+
+
+def test_python_definitions_in_code_are_not_calls():
+    text = "Here is a helper:\n```python\ndef end_today():\n    return 0\n```\nI keep working."
+    assert calls(text) == ([], "none")
+    # a block that defines a tool's name calls its own function; other tools in it are still calls
+    text = "```python\ndef view_inventory():\n    return {}\nx = view_inventory()\nview_notes()\n```"
+    assert calls(text) == ([("view_notes", {})], "function")
+    assert calls("def end_today(): pass\nthen end_today()") == ([("end_today", {})], "function")
+    # execute_code's code is an argument, never scanned for calls
+    code = "def end_today():\n    return 1\nresult = end_today()"
+    text = f"<tool_call>{json.dumps({'name': 'execute_code', 'arguments': {'code': code}})}</tool_call>"
+    assert calls(text) == ([("execute_code", {"code": code})], "xml")
+    assert calls(f"execute_code(code={code!r})") == ([("execute_code", {"code": code})], "function")
 
 
 def test_function_style_then_bare_json_are_the_fallbacks():
     text = "First view_sku_prices(sku_ids=['3828111129']) then end_today() and print(x)"
     assert calls(text) == ([("view_sku_prices", {"sku_ids": ["3828111129"]}), ("end_today", {})], "function")
     assert calls("call view_notes(note=some_variable)") == ([("view_notes", {})], "function")
+    assert errors("call view_notes(note=some_variable)")[0].startswith("invalid arguments: only literal")
     text = (
         'Plan: [{"name": "view_notes", "arguments": {}}, {"name": "add_note", "arguments": {"content": "a"}}]'
     )
@@ -104,6 +131,7 @@ def test_the_client_assembles_a_stream_counts_usage_and_retries_a_429():
         "completion_tokens": 7,
         "total_tokens": 127,
         "cached_prompt_tokens": 100,
+        "estimated": False,
         "uncached_prompt_tokens": 20,
     }
     body = stub.requests[1]
@@ -117,17 +145,18 @@ def test_the_client_assembles_a_stream_counts_usage_and_retries_a_429():
     assert "tools" not in body and stub.headers[1]["authorization"] == "Bearer sk-test-secret"
 
 
-def test_a_malformed_reply_a_hung_reply_and_exhausted_retries_are_chat_errors_without_the_key():
-    script = [Malformed(), Hang(), Stream("after the time-out"), Status(500), Status(503)]
+def test_a_malformed_reply_a_hung_reply_and_exhausted_retries_are_infra_errors_without_the_key():
+    script = [Malformed(), Malformed(), Hang(), Stream("after the time-out"), Status(500), Status(503)]
     with ChatStub(lambda body, n: script[n]) as stub:
         model = OpenAIChatModel(
             "stub-model", stub.url, api_key="sk-test-secret", retry_base=0.01, timeout=3.0, retries=1
         )
         malformed, after_hang, failed = _complete(model, 3)
-    assert isinstance(malformed, ChatError) and "after 1 attempt" in str(malformed)  # not retryable
+    assert isinstance(malformed, InfraError) and "after 2 attempts" in str(malformed)  # retried
     assert after_hang.text == "after the time-out" and after_hang.attempts == 2  # the hang timed out
-    assert isinstance(failed, ChatError) and "after 2 attempts" in str(failed) and len(stub.requests) == 5
+    assert isinstance(failed, InfraError) and "after 2 attempts" in str(failed) and len(stub.requests) == 6
     assert all("sk-test-secret" not in str(e) for e in (malformed, failed))
+    assert model.infra_events == {"malformed": 2, "timeout": 1, "http_500": 1, "http_503": 1}
     with pytest.raises(TypeError, match="never pickled"):
         import pickle
 
@@ -188,7 +217,8 @@ def test_a_prompt_file_overrides_texts_and_an_unknown_field_is_refused(tmp_path)
     assert '"name": "view_notes"' in system and '"name": "place_order"' not in system
     assert prompts.role["plan_and_act"] == Prompts().role["plan_and_act"]  # the other frameworks keep theirs
     native = prompts.system("react", 600.0, ["view_notes"], native=True)
-    assert "<tools>" not in native and "function calling" in native
+    assert "function calling" in native and "one JSON object inside tags" not in native
+    assert '"name": "view_notes"' in native  # listed in text too: some chat templates drop `tools`
     path.write_text(json.dumps({"warning": "typo"}))
     with pytest.raises(ValueError, match="unknown fields \\['warning'\\]"):
         Prompts.load(str(path))

@@ -40,7 +40,7 @@ def phase_of(messages):
 
 
 def day_of(messages):
-    found = re.search(r"# Day (\d+)", messages[-1]["content"])
+    found = re.search(r"# Day (\d+)", messages[1]["content"])
     return int(found.group(1)) if found else None
 
 
@@ -98,13 +98,13 @@ def test_react_a_day_ends_at_end_today_and_the_calls_after_it_are_dropped(env, p
         and "end_today" in first[0]["content"]
     )
     assert (
-        first[-1]["content"].startswith("# Day 1 - ReAct Operations")
-        and "## SKU Catalog" in first[-1]["content"]
+        first[1]["content"].startswith("# Day 1 - ReAct Operations")
+        and "## SKU Catalog" in first[1]["content"]
     )
-    assert "Current date: 1991-09-07" in first[-1]["content"]  # the runner's morning view
+    assert "Current date: 1991-09-07" in first[1]["content"]  # the runner's morning view
     second = next(m for m in model.calls if turn_of(m) == 1)
-    assert second[-1] == first[-1] and second[1]["role"] == "assistant"  # the day message stays last
-    assert second[2]["content"].startswith("<tool_response>\n**Order placed**")
+    assert second[:2] == first and second[2]["role"] == "assistant"  # the day message stays second
+    assert second[3]["content"].startswith("<tool_response>\n**Order placed**")
     assert tools["direct_tools_per_day"].tolist() == [6.0] * STORES
 
 
@@ -119,7 +119,7 @@ def test_five_turns_without_a_successful_call_end_the_day(env, params, keys, tmp
         (True, "5 consecutive invalid tool-call turns", "runner")
     ] * 2
     assert len(model.calls) == 5 * 2 * STORES
-    assert model.calls[1][-2]["content"] == "No valid tool call detected. Continue or call end_today."
+    assert model.calls[1][-1]["content"] == "No valid tool call detected. Continue or call end_today."
     turns = read(os.path.join(tmp_path, "store_0", "turns.jsonl"))
     assert [r["parse_method"] for r in turns[:5]] == ["none", "xml", "none", "none", "none"]
 
@@ -159,7 +159,7 @@ def test_reflection_memory_is_replaced_after_every_day(env, params, keys, tmp_pa
 
     rec, tools, agents, model = play(env, params, keys, tmp_path, "reflection", reply, days=3)
     execution = [m for m in model.calls if phase_of(m) == "execution"]
-    memory = [m[-1]["content"].split("Learn from past mistakes):\n")[1].split("\n")[0] for m in execution]
+    memory = [m[1]["content"].split("Learn from past mistakes):\n")[1].split("\n")[0] for m in execution]
     assert sorted(set(memory)) == [
         "(none yet)",
         "Lesson written on 1991-09-08.",
@@ -182,7 +182,7 @@ def test_plan_and_act_replans_after_a_round_and_carries_yesterdays_actions(env, 
     def reply(messages, n):
         if phase_of(messages) == "plan":
             return "1. Check prices. 2. Set one price."
-        if messages[-1]["content"].startswith("## Plan"):
+        if messages[1]["content"].startswith("## Plan"):
             return call("modify_sku_price", sku_id=sku, new_price=2.5)
         return "ok"
 
@@ -356,11 +356,8 @@ def test_agents_run_against_a_local_openai_compatible_server(env, tmp_path, monk
         )
         assert sum(r["tool"] == "end_today" for r in t) == 3
     turns = [r for s in range(4) for r in read(os.path.join(out, f"store_{s}", "turns.jsonl"))]
-    errors = [r["error"] for r in turns if r["error"]]
-    assert (
-        len(errors) == 1 and "JSONDecodeError" in errors[0]
-    )  # the malformed reply; the 429 and hang retried
-    assert sum(r["attempts"] == 2 for r in turns if r["attempts"]) == 2
+    assert not any(r["error"] for r in turns)  # the 429, the malformed reply and the hang were retried
+    assert sum(r["attempts"] - 1 for r in turns if r["attempts"]) == 3
     assert any(r["reasoning_chars"] for r in turns)
     tokens = read(os.path.join(out, "store_0", "tokens.jsonl"))
     assert [t["day"] for t in tokens] == [1, 2, 3] and tokens[0]["completion_tokens"] >= 45
@@ -414,11 +411,11 @@ def test_the_native_protocol_sends_tools_and_answers_in_tool_messages(env, param
     )
     # execute_code runs in a thread, so another store's first request may come before this store's second
     first, second = model.calls[0], next(c for c in model.calls if turn_of(c) == 1)
-    assert "<tools>" not in first[0]["content"] and "function calling" in first[0]["content"]
+    assert "function calling" in first[0]["content"] and '"name": "view_notes"' in first[0]["content"]
     assert len(model.last_tools) == 21 and model.last_tools[0]["type"] == "function"
-    assert [c["id"] for c in second[1]["tool_calls"]] == ["c1", "c2"]
-    assert [(m["role"], m["tool_call_id"]) for m in second[2:4]] == [("tool", "c1"), ("tool", "c2")]
-    assert "96" in second[2]["content"]  # execute_code's result
+    assert [c["id"] for c in second[2]["tool_calls"]] == ["c1", "c2"]
+    assert [(m["role"], m["tool_call_id"]) for m in second[3:5]] == [("tool", "c1"), ("tool", "c2")]
+    assert "96" in second[3]["content"]  # execute_code's result
     # runner 2 + execute_code + view_notes + end_today direct; view_inventory inside execute_code
     assert tools["direct_tools_per_day"].tolist() == [5.0] * STORES
     assert tools["total_tools_per_day"].tolist() == [6.0] * STORES

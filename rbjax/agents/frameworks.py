@@ -5,13 +5,21 @@ framework carries to the next day. The day rules (TOOLS.md section 3):
 
 - the runner opens the day with its own views (ReAct, Reflection: funds and shelf; Plan-and-Act: funds,
   inventory and shelf in every round), logged ``issued_by: runner``;
-- a turn sends ``[system] + the day's history + [the day's message]``; the reply's tool calls run in
-  order, each answer a ``<tool_response>`` user message (native protocol: ``role: tool``); a reasoning
-  model's thinking stays in the assistant message;
+- a turn sends ``[system, the day's message] + the day's history`` (``Rules.layout="cache_friendly"``, the
+  default: each request of a day, or of a Plan-and-Act round, extends the last one until a history trim,
+  so a server's prefix cache keeps the ~7k-token day message) or, as the reference does,
+  ``[system] + the day's history + [the day's message]`` (``layout="reference"``); the reply's tool calls
+  run in order, each answer a ``<tool_response>`` user message (native protocol: ``role: tool``); a
+  reasoning model's thinking stays in the assistant message;
+- a call the parser marked (an unknown tool, arguments that are not a JSON object) is not run: its answer is
+  ``Error executing {tool}: ValueError: {why}`` and it does not count as a success;
 - ``end_today`` ends the day and the calls after it in the same reply are dropped;
 - the runner ends the day itself after ``invalid_turns`` turns in a row without a successful call, or at
   ``max_turns`` turns (Plan-and-Act re-plans after ``round_turns`` turns of a round while turns remain);
-- when a request's prompt exceeded ``max_input_tokens``, the oldest part of the day's history is dropped;
+- when a request's prompt exceeded ``max_input_tokens`` (the server's count, or ``estimate_tokens`` when it
+  sends none), the oldest part of the day's history is dropped;
+- an ``InfraError`` (the endpoint failed, not the model) is never a turn: it propagates to the runner, which
+  stops; any other ``ChatError`` becomes the user message ``System error: ... Continue.``;
 - the day's history is forgotten at its end; Reflection keeps one reflection (rewritten after each day),
   Plan-and-Act yesterday's executed actions and ``end_today`` text.
 
@@ -25,24 +33,30 @@ import dataclasses
 import hashlib
 import json
 
-from rbjax.agents.llm import ChatError, Completion, Usage
-from rbjax.agents.parse import ToolCall, keep_allowed, parse_tool_calls
+from rbjax.agents.formats import ToolError, error_text
+from rbjax.agents.llm import ChatError, Completion, InfraError, Usage, estimate_tokens
+from rbjax.agents.parse import ToolCall, check_calls, parse_tool_calls
 from rbjax.agents.prompts import Prompts, catalog_text
 from rbjax.agents.specs import TOOL_NAMES, openai_functions
 
 FRAMEWORKS = ("react", "reflection", "plan_and_act")
+LAYOUTS = ("cache_friendly", "reference")
 WRITE_TOOLS = ("place_order", "modify_sku_price", "set_shelf_skus")
 
 
 @dataclasses.dataclass(frozen=True)
 class Rules:
-    """The day's limits (the paper runs' values) and the tool protocol (``text`` or ``native``)."""
+    """The day's limits (the paper runs' values), the tool protocol (``text`` or ``native``) and the order
+    of a turn's messages (``layout``, see the module's docstring).
+
+    max_input_tokens: the history trim's threshold, in prompt tokens of the previous request."""
 
     max_turns: int = 50
     invalid_turns: int = 5
     round_turns: int = 20  # Plan-and-Act: turns per plan
     max_input_tokens: int = 50_000
     protocol: str = "text"
+    layout: str = "cache_friendly"
 
     def __post_init__(self):
         for name in ("max_turns", "invalid_turns", "round_turns", "max_input_tokens"):
@@ -50,6 +64,8 @@ class Rules:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
         if self.protocol not in ("text", "native"):
             raise ValueError(f"protocol must be 'text' or 'native', got {self.protocol!r}")
+        if self.layout not in LAYOUTS:
+            raise ValueError(f"layout must be one of {LAYOUTS}, got {self.layout!r}")
 
 
 class LLMAgent:
@@ -142,15 +158,16 @@ class LLMAgent:
             self.store.turn = self.turns
             if last_prompt > self.rules.max_input_tokens:
                 history = _trim(history)
-            messages = [
-                {"role": "system", "content": self.system},
-                *history,
-                {"role": "user", "content": user},
-            ]
+            system, day = {"role": "system", "content": self.system}, {"role": "user", "content": user}
+            if self.rules.layout == "cache_friendly":
+                messages = [system, day, *history]
+            else:
+                messages = [system, *history, day]
             new, ended, ok, reply, method, calls, error = await self._turn(messages)
             history += new
             self.history_today += new
-            last_prompt = reply.usage.prompt_tokens if reply is not None else last_prompt
+            if reply is not None:
+                last_prompt = reply.usage.prompt_tokens or estimate_tokens(messages)
             if self.log is not None:
                 self.log.turn(self, "execution", messages, new, reply, method, calls, error)
             if ended:
@@ -166,6 +183,8 @@ class LLMAgent:
         """One model call and its tool calls: (new messages, ended, any success, reply, method, calls, error)."""
         try:
             reply = await self._complete(messages, tools=self._functions() if self._native else None)
+        except InfraError:
+            raise
         except ChatError as e:
             new = [{"role": "user", "content": self.prompts.api_error.format(error=e)}]
             return new, False, False, None, "error", [], str(e)
@@ -184,6 +203,9 @@ class LLMAgent:
         if not calls:
             new.append({"role": "user", "content": self.prompts.no_call})
         for i, c in enumerate(calls):
+            if c.error:  # not run: the model reads why
+                new.append(self._response(c, i, error_text(c.name, ToolError(c.error)), reply))
+                continue
             if c.name == "end_today":  # the runner makes the call; later calls are dropped
                 return new, True, True, reply, method, calls[: i + 1], None
             result = await self.store.call_async(c.name, c.arguments)
@@ -199,7 +221,7 @@ class LLMAgent:
 
     def _calls(self, reply: Completion) -> tuple[list[ToolCall], str]:
         if self._native and reply.tool_calls:
-            return keep_allowed(reply.tool_calls, self.tool_names), "native"
+            return check_calls(reply.tool_calls, self.tool_names), "native"
         text = reply.text if reply.text.strip() else reply.reasoning + reply.text
         return parse_tool_calls(text, self.tool_names)
 
@@ -229,6 +251,8 @@ class LLMAgent:
         messages = [{"role": "system", "content": p.reflection_system}, {"role": "user", "content": user}]
         try:
             reply = await self._complete(messages, count=False)
+        except InfraError:
+            raise
         except ChatError as e:
             if self.log is not None:
                 self.log.turn(self, "reflection", messages, [], None, "none", [], str(e))
@@ -284,6 +308,8 @@ class LLMAgent:
         messages = [{"role": "system", "content": system}, {"role": "user", "content": user}]
         try:
             reply = await self._complete(messages)
+        except InfraError:
+            raise
         except ChatError as e:
             if self.log is not None:
                 self.log.turn(self, "plan", messages, [], None, "none", [], str(e))

@@ -116,8 +116,9 @@ class Prompts:
     catalog_head: str = CATALOG_HEAD
     native_tools_block: str = (
         "## Your job\nStudy the data, decide, act, and close the day with end_today. The aim: more profit "
-        "while the store keeps running steadily.\n\n## Tools\nCall the tools you are given through function "
-        "calling.\n\n## Ending the day\nWhen you are done for today you MUST call end_today."
+        "while the store keeps running steadily.\n\n## Tools\n<tools>\n{tools}\n</tools>\nCall these tools "
+        "through function calling (the request carries them too).\n\n## Ending the day\nWhen you are done for "
+        "today you MUST call end_today."
     )
     act_suffix_plan: str = "Follow the plan you are given, but change course when the live data argue for it."
     goal: str = (
@@ -186,14 +187,15 @@ class Prompts:
         return dataclasses.replace(prompts, **override)
 
     def system(self, framework: str, rent: float, tool_names, native: bool = False) -> str:
-        """The act phase's system prompt: role, environment, policy, tools and call format, ending the day
-        (``native``: the tools travel in the request, not in the prompt)."""
+        """The act phase's system prompt: role, environment, policy, tools and call format, ending the day.
+        ``native``: the tools travel in the request and are listed here too, since some servers' chat
+        templates drop the request's ``tools`` (llama.cpp without ``--jinja``)."""
         tools = "\n".join(json.dumps(f) for f in openai_functions(tool_names))
         parts = [
             self.role[framework],
             self.environment.format(rent=_money(rent)),
             self.code_policy.format(analysis=self.analysis[framework]),
-            self.native_tools_block if native else self.tools_block.format(tools=tools),
+            (self.native_tools_block if native else self.tools_block).format(tools=tools),
         ]
         if framework == "plan_and_act":
             parts.insert(1, self.act_suffix_plan)
