@@ -39,10 +39,19 @@ GROUPS = {
     "tests/test_inventory.py": "oracle",
     "tests/test_agent_run.py": "agent-engine",  # one engine batch of 16 stores (runs of 4, 8, 16 share it)
     "tests/test_agent_llm.py": "agent-engine",
+    "tests/test_agent_resume.py": "agent-engine",
 }
 # The order the groups start in (the others follow in file order): the golden programs first, as the other
 # groups reuse them through the cache, then the longest groups, so that the two workers end close together.
-FIRST = ("golden", "ppo", "oracle", "tests/test_env.py", "agent-engine", "tests/test_distributed.py")
+FIRST = (
+    "golden",
+    "ppo",
+    "oracle",
+    "wrappers",
+    "tests/test_env.py",
+    "agent-engine",
+    "tests/test_distributed.py",
+)
 
 
 def _group(item) -> str:

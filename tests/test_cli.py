@@ -169,6 +169,34 @@ def test_cli_streams_chunks_and_exits_non_zero_when_a_store_ends_non_finite(tmp_
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []  # no scratch files left
 
 
+def test_cli_run_killed_part_way_leaves_no_outputs_that_look_new(tmp_path, monkeypatch):
+    """A run stopped after its first chunk leaves neither its own outputs nor the previous run's
+    records.npz and CSV (they would look like its own), and no scratch folder."""
+    import numpy as np
+
+    from rbjax.cli import main
+    from rbjax.runners import rollout as rollout_module
+    from rbjax.runners.records import DaySummary
+    from rbjax.runners.rollout import Chunk
+
+    shape = (2, 2)
+    fields = dict.fromkeys(DaySummary.__dataclass_fields__, np.zeros(shape, np.int32))
+    first = DaySummary(**fields | dict(net_worth=np.ones(shape, np.float32), alive=np.ones(shape, bool)))
+
+    def killed(*args, **kw):
+        yield Chunk(0, 2, first, None)
+        raise KeyboardInterrupt
+
+    (tmp_path / "records.npz").write_bytes(b"the previous run's")
+    (tmp_path / "null_stores.csv").write_text("store\n0\n")
+    (tmp_path / "notes.txt").write_text("mine")
+    monkeypatch.setattr(rollout_module, "rollout_chunks", killed)
+    line = "--devices 1 run --policy null --stores 4 --days 2 --store-chunk 2 --records --out"
+    with pytest.raises(KeyboardInterrupt):
+        main([*line.split(), str(tmp_path)])
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt"]
+
+
 def test_cli_refuses_out_of_range_numbers_and_names_bad_files(tmp_path, capsys):
     store = tmp_path / "store_0"
     store.mkdir()

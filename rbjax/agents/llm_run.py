@@ -5,27 +5,38 @@ Per store, in ``OUT/store_{s}/``: ``tool_calls.jsonl`` (every tool call), ``turn
 model call: phase, day, round, turn, the new messages, usage, parse method, a hash of the request),
 ``tokens.jsonl`` (per day; reflection tokens apart) and ``checkpoint.pkl``, rewritten at every day's end:
 the store's engine row, ledger, news slots, framework memory, records so far, and the sizes of its log
-files. ``run.json`` holds the run's settings (never the API key). With ``resume=True`` each store starts
-from its checkpoint and its logs are cut back to it, so finished days are not replayed and the results
-equal an uninterrupted run's.
+files. ``run.json`` holds the run's identity (``run_identity``; never the API key). A fresh run refuses a
+folder that holds a run unless ``overwrite=True``. With ``resume=True`` the identity must match, each store
+starts from its checkpoint and its logs are cut back to it, so finished days are not replayed and the
+results equal an uninterrupted run's.
+
+When the chat endpoint fails (``InfraError``) a store pauses where it was: its day is not ended, recorded
+or checkpointed. The other stores go on; once none can, ``RunPaused`` says why, to be continued by a resume.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import datetime as dt
+import hashlib
 import json
 import os
 import pickle
+import re
 
+import jax
+import numpy as np
 import pandas as pd
 
+import rbjax
 from rbjax.agents.engine import AgentEngine
 from rbjax.agents.frameworks import LLMAgent, Rules, request_hash
-from rbjax.agents.llm import Usage
+from rbjax.agents.llm import InfraError, Usage
 from rbjax.agents.prompts import Prompts
-from rbjax.agents.run import Progress, make_stores, run_async, stack_records
+from rbjax.agents.run import Progress, StorePaused, make_stores, prepare_folder, run_async, stack_records
 from rbjax.agents.trace import TraceWriter, read
+from rbjax.runners.record_files import atomic_file
 
 CHECKPOINT_VERSION = 1
 LOGS = ("tool_calls", "turns", "tokens")
@@ -39,8 +50,13 @@ class AgentLog:
         self.store = store
         self.turns = TraceWriter(os.path.join(folder, "turns.jsonl"), at.get("turns"))
         self.tokens = TraceWriter(os.path.join(folder, "tokens.jsonl"), at.get("tokens"))
+        self.count = 0  # model calls logged by this process
 
     def turn(self, agent, phase, messages, new, reply, method, calls, error) -> None:
+        self.count += 1
+        self._turn(agent, phase, messages, new, reply, method, calls, error)
+
+    def _turn(self, agent, phase, messages, new, reply, method, calls, error) -> None:
         self.turns.write(
             {
                 "ts": _now(),
@@ -107,11 +123,27 @@ class Checkpointed:
         )
 
 
+class PauseOnInfra:
+    """A store's chat model whose endpoint failures (``InfraError``) pause the store (``StorePaused``): the
+    frameworks take any ``ChatError`` as the model's turn, and an endpoint failure must never be one."""
+
+    def __init__(self, model):
+        self.model = model
+
+    async def complete(self, messages, tools=None):
+        try:
+            return await self.model.complete(messages, tools=tools)
+        except InfraError as e:
+            raise StorePaused(str(e)) from None
+
+
+class RunPaused(RuntimeError):
+    """Stores paused on endpoint failures; the message names the cause and says to resume."""
+
+
 def save_checkpoint(path: str, content: dict) -> None:
-    tmp = path + ".tmp"
-    with open(tmp, "wb") as f:
+    with atomic_file(path, "wb") as f:
         pickle.dump(content, f, protocol=pickle.HIGHEST_PROTOCOL)
-    os.replace(tmp, path)
 
 
 def load_checkpoint(path: str) -> dict | None:
@@ -128,17 +160,82 @@ def load_checkpoint(path: str) -> dict | None:
     return content
 
 
-def check_resume(out: str, settings: dict) -> None:
-    """Refuse to resume a run whose settings differ (stores, days, seed, framework, model, ...)."""
+def digest(value) -> str:
+    """A short hash of JSON-able values and arrays (prompts, engine configuration, keys)."""
+    h = hashlib.sha256()
+    for leaf in jax.tree.leaves(value):
+        if isinstance(leaf, (np.ndarray, jax.Array)) or hasattr(leaf, "dtype"):
+            if jax.dtypes.issubdtype(leaf.dtype, jax.dtypes.prng_key):
+                leaf = jax.random.key_data(leaf)
+            a = np.asarray(leaf)
+            h.update(f"{a.dtype}{a.shape}".encode() + a.tobytes())
+        else:
+            h.update(json.dumps(leaf, sort_keys=True, default=repr).encode())
+    return "sha256:" + h.hexdigest()[:16]
+
+
+def run_identity(env, params, keys, framework, rules, prompts, tool_options, settings=None) -> dict:
+    """What makes a run's results: the rbjax version, the framework, stores, days, keys, the engine's
+    configuration and parameters, the prompts, the day rules and tool options (hashes where long), and
+    the caller's ``settings`` (the CLI: model, base URL, seed, sampling, ...). Saved as ``run.json``."""
+    identity = {
+        "rbjax_version": rbjax.__version__,
+        "framework": framework,
+        "stores": int(len(keys)),
+        "days": int(params.horizon),
+        "keys": digest(keys),
+        "engine": digest((repr(env.config), params)),
+        "prompts": digest(dataclasses.asdict(prompts)),
+        "rules": vars(rules),
+        "tools": dict(sorted(tool_options.items())),
+        **(settings or {}),
+    }
+    if "base_url" in identity:  # never a password in a URL
+        identity["base_url"] = re.sub(r"//[^/@]*@", "//", str(identity["base_url"]))
+    return json.loads(json.dumps(identity, default=repr))
+
+
+def _flat(d: dict, prefix: str = "") -> dict:
+    out = {}
+    for k, v in d.items():
+        out |= _flat(v, f"{prefix}{k}.") if isinstance(v, dict) else {f"{prefix}{k}": v}
+    return out
+
+
+def read_run_json(out: str) -> dict:
+    """The identity a run folder holds; one-line errors for a missing or unreadable ``run.json``."""
     path = os.path.join(out, "run.json")
     if not os.path.exists(path):
         raise ValueError(f"--resume: {path} not found; this folder holds no run to resume")
-    with open(path) as f:
-        saved = json.load(f)
-    differ = {k: (saved.get(k), v) for k, v in settings.items() if saved.get(k) != v}
+    try:
+        with open(path) as f:
+            saved = json.load(f)
+    except (OSError, ValueError) as e:
+        raise ValueError(f"{path}: not a readable run.json ({e})") from None
+    if not isinstance(saved, dict):
+        raise ValueError(f"{path}: not a readable run.json (not a JSON object)")
+    return saved
+
+
+RECORDED_ONLY = (
+    "base_url",
+)  # kept in run.json, not compared: the same model may come back at another address
+
+
+def check_resume(out: str, identity: dict) -> None:
+    """Refuse to resume the run in ``out`` with another identity: one line naming each differing field
+    (``RECORDED_ONLY`` fields excepted)."""
+    saved, now = _flat(read_run_json(out)), _flat(identity)
+    differ = [
+        k
+        for k in {**saved, **now}
+        if k not in RECORDED_ONLY and saved.get(k, "absent") != now.get(k, "absent")
+    ]
+    if "seed" in differ and "keys" in differ:  # the keys follow from the seed
+        differ.remove("keys")
     if differ:
-        listed = ", ".join(f"{k}: run {a!r}, now {b!r}" for k, (a, b) in differ.items())
-        raise ValueError(f"--resume: the run in {out} has other settings ({listed})")
+        listed = "; ".join(f"{k} {saved.get(k, 'absent')}, not {now.get(k, 'absent')}" for k in differ)
+        raise ValueError(f"--resume: {out} was run with other settings: {listed}")
 
 
 def run_llm_agents(
@@ -153,26 +250,26 @@ def run_llm_agents(
     resume: bool = False,
     settings: dict | None = None,
     progress_seconds: float = 30.0,
+    overwrite: bool = False,
     **tool_options,
 ):
     """Run ``len(keys)`` stores, each by its own ``framework`` agent over the shared ``model`` (a
     ``ChatModel``, or ``fn(store) -> ChatModel``), until their episodes end (``params.horizon`` days).
 
-    settings: what identifies the run in ``run.json`` (a resumed run must match it).
-    Returns (DayInfo records [B, horizon], the per-store tool and token table, the agents).
+    settings: what identifies the run besides what this function sees (``run_identity``); a resumed run
+    must match it. overwrite: a fresh run replaces the run in ``out`` (else it refuses a used folder).
+    Returns (DayInfo records [B, horizon], the per-store tool and token table, the agents). Raises
+    ``RunPaused`` when stores paused on endpoint failures, ``ValueError`` (one line) for a folder that
+    does not fit.
     """
     rules, prompts = rules or Rules(), prompts or Prompts()
-    settings = {
-        "framework": framework,
-        "stores": int(len(keys)),
-        "days": int(params.horizon),
-        **(settings or {}),
-    }
+    identity = run_identity(env, params, keys, framework, rules, prompts, tool_options, settings)
     if resume:
-        check_resume(out, settings)
-    os.makedirs(out, exist_ok=True)
-    with open(os.path.join(out, "run.json"), "w") as f:
-        json.dump(settings | {"rules": vars(rules)}, f, indent=1)
+        check_resume(out, identity)
+    prepare_folder(out, resume, overwrite)
+    if not resume:
+        with atomic_file(os.path.join(out, "run.json")) as f:
+            json.dump(identity, f, indent=1)
     engine = AgentEngine(env, params, keys)
     engine.keep_rows = True
     saved = {}
@@ -191,9 +288,10 @@ def run_llm_agents(
         s = store.store
         folder = os.path.join(out, f"store_{s}")
         log = AgentLog(folder, s, saved[s]["files"] if s in saved else None)
+        chat = model(s) if callable(model) and not hasattr(model, "complete") else model
         agent = LLMAgent(
             framework,
-            model(s) if callable(model) and not hasattr(model, "complete") else model,
+            PauseOnInfra(chat),
             prompts,
             rules,
             env.catalog,
@@ -213,16 +311,33 @@ def run_llm_agents(
         0,
         progress_seconds,
         status=lambda: (
-            f"{sum(a.total_tokens for a in inner):,} tokens, "
-            f"{sum(a.total_requests for a in inner) / max(counter.elapsed(), 1e-9):.2f} requests/s"
+            f"this process: {sum(a.log.count for a in inner):,} model calls, "
+            f"{sum(a.total_requests for a in inner):,} requests, {sum(a.total_tokens for a in inner):,} "
+            f"tokens, {sum(a.total_requests for a in inner) / max(counter.elapsed(), 1e-9):.2f} requests/s"
         ),
+        done={s: len(rec) for s, rec in records.items()},
     )
-    for s, rec in records.items():
-        counter.days[s] = len(rec)
-    asyncio.run(run_async(engine, stores, agents, progress=counter, records=records))
+    paused = {}
+    asyncio.run(run_async(engine, stores, agents, progress=counter, records=records, paused=paused))
     if progress_seconds:
         counter.print()
+    if paused:
+        raise RunPaused(pause_message(paused, len(stores), getattr(model, "base_url", None)))
     return stack_records(records, int(params.horizon)), tool_token_table(out, len(stores)), inner
+
+
+def pause_message(paused: dict, stores: int, endpoint: str | None = None) -> str:
+    """One line: the endpoint's failure, the paused stores and their days, what to do."""
+    days = sorted({day for day, _ in paused.values()})
+    on = f"day {days[0]}" if len(days) == 1 else f"days {days[0]}-{days[-1]}"
+    cause = paused[min(paused)][1]
+    finished = stores - len(paused)
+    rest = f", {finished} finished" if finished else ""
+    return (
+        f"the endpoint {endpoint + ' ' if endpoint else ''}failed: {cause}; "
+        f"{len(paused)} of {stores} stores paused on {on}{rest}; "
+        "nothing was scored: continue with --resume"
+    )
 
 
 def tool_token_table(out: str, stores: int) -> pd.DataFrame:

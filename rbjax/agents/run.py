@@ -9,8 +9,10 @@ scheduler at ``end_today``. Outputs per store: ``store_{s}/tool_calls.jsonl``.
 from __future__ import annotations
 
 import asyncio
+import glob
 import os
 import random
+import shutil
 import sys
 import time
 from collections.abc import Callable
@@ -27,6 +29,34 @@ from rbjax.agents.scheduler import DayScheduler
 from rbjax.agents.tools import StoreTools, ToolResult
 from rbjax.agents.trace import TraceWriter
 from rbjax.state import DayInfo
+
+RESULTS = ("records.npz", "*_stores.csv", "four_stage_metrics.csv", "run_metrics.csv", "four_stages.png")
+
+
+def run_files(out: str, results_only: bool = False) -> list[str]:
+    """The files and store folders of the agents run in ``out`` (only its result files: ``results_only``),
+    with the temporary and scratch files of a killed one."""
+    names = RESULTS + (() if results_only else ("run.json", "store_*"))
+    names += tuple(n + ".tmp" for n in names) + (".records-*",)
+    return sorted({p for n in names for p in glob.glob(os.path.join(glob.escape(out), n))})
+
+
+def prepare_folder(out: str, resume: bool = False, overwrite: bool = False) -> None:
+    """Make ``out`` ready for a run. A fresh run refuses a folder that holds a run, unless ``overwrite``
+    (then that run's files go first: never the folder's other files). Any run removes the old results, so
+    that a run stopped part-way leaves none rather than results that look like its own."""
+    used = run_files(out)
+    if used and not resume and not overwrite:
+        names = ", ".join(os.path.basename(p) for p in used[:3]) + ", ..." * (len(used) > 3)
+        raise ValueError(
+            f"{out} holds a run already ({names}): continue it with --resume or replace it with --overwrite"
+        )
+    for path in run_files(out, results_only=resume):
+        if os.path.isdir(path):
+            shutil.rmtree(path)
+        else:
+            os.remove(path)
+    os.makedirs(out, exist_ok=True)
 
 
 def make_stores(
@@ -93,16 +123,32 @@ class CallsAgent:
         pass
 
 
+class StorePaused(Exception):
+    """Raised by a store's agent when it cannot go on for a reason outside the store (the chat endpoint
+    failed): the store stops where it was, its day neither ended nor recorded, and the others go on."""
+
+
 class Progress:
     """A line on stderr each time every store has finished another ``every`` days, and at most every
-    ``seconds`` otherwise (0: never). ``status()`` adds to the line (tokens, requests)."""
+    ``seconds`` otherwise (0: never), also while no day ends (``heartbeat``). ``status()`` adds to the line
+    (turns, tokens, requests). ``done``: {store: days} played before this process (a resumed run); rates
+    count only this process's days."""
 
     def __init__(
-        self, stores: int, every: int, seconds: float = 0.0, status: Callable[[], str] | None = None
+        self,
+        stores: int,
+        every: int,
+        seconds: float = 0.0,
+        status: Callable[[], str] | None = None,
+        done: dict[int, int] | None = None,
     ):
         self.every, self.seconds, self.status = every, seconds, status
-        self.days, self.calls, self.ended = dict.fromkeys(range(stores), 0), 0, 0
+        self.days = dict.fromkeys(range(stores), 0) | (done or {})
+        self.before = sum(self.days.values())
+        self.calls, self.ended, self.paused = 0, 0, 0
         self.mark, self.start = every, time.perf_counter()
+        while self.every and min(self.days.values()) >= self.mark:
+            self.mark += self.every
         self.last = self.start
 
     def day_done(self, store: StoreTools) -> None:
@@ -115,6 +161,13 @@ class Progress:
         while self.every and min(self.days.values()) >= self.mark:
             self.mark += self.every
 
+    async def heartbeat(self) -> None:
+        """Print the line every ``seconds`` that passed without one (runs until cancelled)."""
+        while True:
+            await asyncio.sleep(max(self.seconds - (time.perf_counter() - self.last), 0.01))
+            if time.perf_counter() - self.last >= self.seconds:
+                self.print()
+
     def elapsed(self) -> float:
         return time.perf_counter() - self.start
 
@@ -124,17 +177,20 @@ class Progress:
     def print(self, now: float | None = None) -> None:
         now = time.perf_counter() if now is None else now
         self.last, elapsed, days = now, now - self.start, self.days.values()
+        new = sum(days) - self.before
+        resumed = f" ({new:,} in this process)" if self.before else ""
+        paused = f", {self.paused} paused" if self.paused else ""
         extra = f", {self.status()}" if self.status else ""
         print(
-            f"agents: days {min(days)}-{max(days)}, {self.ended}/{len(self.days)} stores finished, "
-            f"{sum(days):,} store-days, {sum(days) / elapsed:,.2f} agent-days/s, {self.calls:,} tool calls"
-            + extra,
+            f"agents: days {min(days)}-{max(days)}, {self.ended - self.paused}/{len(self.days)} stores "
+            f"finished{paused}, {sum(days):,} store-days{resumed}, {new / max(elapsed, 1e-9):,.2f} "
+            f"agent-days/s, {self.calls:,} tool calls" + extra,
             file=sys.stderr,
         )
 
 
 async def _run_store(
-    store: StoreTools, engine, scheduler, agent: DayAgent, jitter: float, records: list, progress
+    store: StoreTools, engine, scheduler, agent: DayAgent, jitter: float, records: list, progress, paused
 ):
     s = store.store
     try:
@@ -142,15 +198,22 @@ async def _run_store(
             today = engine.today(s)
             if today.done:
                 return
-            store.begin_day(today)
-            forced = await agent.act(store, today)
-            if jitter:  # finish the day after a random delay: the results must not depend on it
-                await asyncio.sleep(random.Random(hash((s, today.day))).random() * jitter)
-            info, detail = await scheduler.end_day(s, store.day_action())
-            by = "runner" if forced else "model"
-            result = store.finish_day(info, detail, engine.today(s), issued_by=by, forced=forced)
-            records.append((today.day, info))
-            await agent.after_day(store, today, result)
+            played = len(records)
+            try:
+                store.begin_day(today)
+                forced = await agent.act(store, today)
+                if jitter:  # finish the day after a random delay: the results must not depend on it
+                    await asyncio.sleep(random.Random(hash((s, today.day))).random() * jitter)
+                info, detail = await scheduler.end_day(s, store.day_action())
+                by = "runner" if forced else "model"
+                result = store.finish_day(info, detail, engine.today(s), issued_by=by, forced=forced)
+                records.append((today.day, info))
+                await agent.after_day(store, today, result)
+            except StorePaused as e:  # the day is not recorded: a resumed run plays it again
+                del records[played:]
+                paused[s] = (today.day + 1, str(e))
+                progress.paused += 1
+                return
             progress.day_done(store)
     finally:
         progress.store_done()
@@ -164,28 +227,34 @@ async def run_async(
     jitter: float = 0.0,
     progress: int | Progress = 0,
     records: dict | None = None,
+    paused: dict | None = None,
 ):
-    """Run every store until its episode ends; returns {store: [(day, DayInfo row), ...]}.
+    """Run every store until its episode ends or its agent raises ``StorePaused``; returns {store: [(day,
+    DayInfo row), ...]}.
 
     agents: {store: DayAgent}, or ``async act(store_tools, today)`` for every store (``CallsAgent``; the
     runner ends the day). progress: a ``Progress``, or a line every N days (0: none). records: the days
-    already played (a resumed run), extended in place.
+    already played (a resumed run), extended in place. paused: filled with {store: (1-based day, why)}.
     """
     scheduler = DayScheduler(engine)
     counter = progress if isinstance(progress, Progress) else Progress(len(stores), progress)
     if not isinstance(agents, dict):
         agents = dict.fromkeys((s.store for s in stores), CallsAgent(agents))
     records = {s.store: [] for s in stores} if records is None else records
+    paused = {} if paused is None else paused
     for s in stores:
         scheduler.join(s.store)
+    beat = asyncio.create_task(counter.heartbeat()) if counter.seconds else None
     try:
         await asyncio.gather(
             *(
-                _run_store(s, engine, scheduler, agents[s.store], jitter, records[s.store], counter)
+                _run_store(s, engine, scheduler, agents[s.store], jitter, records[s.store], counter, paused)
                 for s in stores
             )
         )
     finally:
+        if beat is not None:
+            beat.cancel()
         scheduler.close()
     return records
 

@@ -54,10 +54,18 @@ class TraceWriter:
 
     def __init__(self, path: str, resume_at: int | None = None):
         """A new, empty file; or, with ``resume_at`` (a size from ``flushed_size``), the file cut back to the
-        records written by then (a resumed run rewrites what came after its checkpoint)."""
+        records written by then (a resumed run rewrites what came after its checkpoint). A file shorter
+        than ``resume_at`` is an error: it is never padded."""
         os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
         self.path = path
         self.buffer: list[str] = []
+        if resume_at:
+            size = os.path.getsize(path) if os.path.exists(path) else 0
+            if size < resume_at:
+                raise ValueError(
+                    f"{path}: {size:,} bytes, less than the {resume_at:,} its checkpoint recorded "
+                    "(the folder was changed after the checkpoint)"
+                )
         with open(path, "a" if resume_at else "w") as f:
             f.truncate(resume_at or 0)
 
@@ -74,9 +82,14 @@ class TraceWriter:
         self.buffer.append(line)
 
     def flush(self) -> None:
+        """Append the buffered records and fsync them: a checkpoint that records this size never points
+        past what is on disk. (Appending, not rewriting the file, keeps a day's flush cheap; whatever a
+        killed run appended after its last checkpoint is cut off by the resume.)"""
         if self.buffer:
             with open(self.path, "a") as f:
                 f.write("\n".join(self.buffer) + "\n")
+                f.flush()
+                os.fsync(f.fileno())
             self.buffer = []
 
 

@@ -5,18 +5,24 @@
 ``--api-key-env`` or the usual variables), run by ``--framework`` (``rbjax.agents.llm_run``). Writes
 ``DIR/store_{s}/`` traces, ``DIR/records.npz`` (every ``DayInfo`` field, [stores, days]) and
 ``DIR/{NAME}_stores.csv``, and prints the main table beside the paper's row.
+
+A fresh run refuses a folder that holds a run (``--overwrite`` replaces it); ``--resume`` continues one
+with the same identity (``run.json``). An endpoint failure, or Ctrl-C, ends the run with one line and a
+non-zero exit; nothing is scored and ``--resume`` continues from the last finished days.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
+import sys
 import time
 
 from rbjax.cli.common import fail, make_env, make_policy
 from rbjax.cli.run import report
-from rbjax.runners.record_files import save_records
+from rbjax.runners.record_files import atomic_file, save_records
 
 
 def model_policy(model: str) -> str | None:
@@ -41,9 +47,13 @@ def main(args) -> None:
         raise fail("--resume: only language-model runs keep checkpoints")
     import jax
 
-    from rbjax.agents.run import run_policy_agents
+    from rbjax.agents.run import prepare_folder, run_policy_agents
 
     env, params = make_env(args)
+    try:
+        prepare_folder(args.out, overwrite=args.overwrite)
+    except ValueError as e:
+        raise fail(str(e)) from None
     policy, policy_params = make_policy(args, env)
     keys = jax.random.split(jax.random.key(args.seed), args.stores)
     start = time.perf_counter()
@@ -65,7 +75,7 @@ def main(args) -> None:
     )
     save_records(os.path.join(args.out, "records.npz"), rec)
     settings = dict(model=args.model, framework="policy", stores=args.stores, days=args.days, seed=args.seed)
-    with open(os.path.join(args.out, "run.json"), "w") as f:
+    with atomic_file(os.path.join(args.out, "run.json")) as f:
         json.dump(
             settings | {"grouping": args.grouping, "supplier_attempts": args.supplier_attempts}, f, indent=1
         )
@@ -80,11 +90,13 @@ def llm_settings(args):
     from rbjax.agents.llm import Sampling, api_key_from_env
     from rbjax.agents.prompts import Prompts
 
-    for flag, least in (("concurrency", 1), ("max_turns", 1), ("retries", 0)):
+    for flag, least in (("concurrency", 1), ("max_turns", 1), ("retries", 0), ("trim_tokens", 1)):
         if getattr(args, flag) < least:
             raise fail(f"--{flag.replace('_', '-')} must be >= {least}, got {getattr(args, flag)}")
     if not args.timeout > 0:
         raise fail(f"--timeout must be > 0 seconds, got {args.timeout}")
+    if args.context_tokens is not None and args.context_tokens < 1:
+        raise fail(f"--context-tokens must be >= 1, got {args.context_tokens}")
     base_url = args.base_url or os.environ.get("OPENAI_BASE_URL")
     if not base_url:
         raise fail("--base-url URL is needed for a language model (or set OPENAI_BASE_URL)")
@@ -107,8 +119,11 @@ def llm_settings(args):
         timeout=args.timeout,
         retries=args.retries,
         sampling=sampling,
+        stream=not args.no_stream,
+        context_tokens=args.context_tokens,
     )
-    return model, Rules(max_turns=args.max_turns, protocol=args.protocol), prompts
+    rules = Rules(max_turns=args.max_turns, protocol=args.protocol, max_input_tokens=args.trim_tokens)
+    return model, rules, prompts
 
 
 def main_llm(args) -> None:
@@ -119,23 +134,25 @@ def main_llm(args) -> None:
     except ImportError:
         raise fail("language models need the openai package: pip install 'rbjax[agents]'") from None
     from rbjax.agents.llm import OpenAIChatModel
-    from rbjax.agents.llm_run import run_llm_agents
+    from rbjax.agents.llm_run import RunPaused, run_llm_agents
 
     model_args, rules, prompts = llm_settings(args)
     env, params = make_env(args)
     keys = jax.random.split(jax.random.key(args.seed), args.stores)
-    settings = dict(
-        model=args.model,
-        base_url=model_args["base_url"],
-        seed=args.seed,
-        protocol=args.protocol,
-        grouping=args.grouping,
-        supplier_attempts=args.supplier_attempts,
-        prompts=args.prompts,
+    settings = (
+        dict(  # with what run_llm_agents adds, the run's identity (stream and concurrency change nothing)
+            model=args.model,
+            base_url=model_args["base_url"],
+            seed=args.seed,
+            grouping=args.grouping,
+            supplier_attempts=args.supplier_attempts,
+            sampling=dataclasses.asdict(model_args["sampling"]),
+            context_tokens=args.context_tokens,
+        )
     )
     start = time.perf_counter()
     try:
-        rec, tools, _ = run_llm_agents(
+        rec, tools, agents = run_llm_agents(
             env,
             params,
             keys,
@@ -147,15 +164,23 @@ def main_llm(args) -> None:
             resume=args.resume,
             settings=settings,
             progress_seconds=args.progress_seconds,
+            overwrite=args.overwrite,
             explicit_news=args.news_text == "explicit",
             code_timeout=args.code_timeout,
         )
-    except ValueError as e:  # a resume that does not match, an unreadable checkpoint
+    except (ValueError, RunPaused) as e:  # a folder that does not fit the run; the endpoint failed
         raise fail(str(e)) from None
+    except KeyboardInterrupt:
+        print(
+            f"rbjax: interrupted; the days finished so far are kept in {args.out}: continue with --resume",
+            file=sys.stderr,
+        )
+        raise SystemExit(130) from None
     elapsed = time.perf_counter() - start
     print(
         f"{args.model} ({args.framework}) through the tools, {args.stores} stores x {args.days} days "
-        f"({elapsed:.1f} s, {tools['requests'].sum():,} requests)"
+        f"({elapsed:.1f} s and {sum(a.total_requests for a in agents):,} requests in this process, "
+        f"{tools['requests'].sum():,} requests in the run)"
     )
     save_records(os.path.join(args.out, "records.npz"), rec)
     summary(args, rec, tools)
@@ -174,7 +199,8 @@ def summary(args, rec, tools) -> None:
     columns = metrics.MAIN_TABLE + ("direct_tools_per_day", "total_tools_per_day", "tokens_per_day")
     print(metrics.format_compare(metrics.compare(table, reference, columns, label=label, days=args.days)))
     name = re.sub(r"[^A-Za-z0-9_.-]+", "_", args.model)
-    table.to_csv(os.path.join(args.out, f"{name}_{args.framework}_stores.csv"), index_label="store")
+    with atomic_file(os.path.join(args.out, f"{name}_{args.framework}_stores.csv")) as f:
+        table.to_csv(f, index_label="store")
     print(f"wrote {args.out}")
     bad = metrics.non_finite_stores(table)
     if len(bad):
@@ -214,7 +240,8 @@ def diagnose(args) -> None:
             table = diagnostics.diagnose(run, categories, runner, args.oracle_convention)
         except ValueError as e:
             raise fail(str(e)) from None
-        table.to_csv(os.path.join(run, "four_stage_metrics.csv"))
+        with atomic_file(os.path.join(run, "four_stage_metrics.csv")) as f:
+            table.to_csv(f)
         records = os.path.join(run, "records.npz")
         if os.path.exists(records):
             with np.load(records) as npz:
@@ -222,7 +249,8 @@ def diagnose(args) -> None:
             rates = ["direct_tools_per_day", "total_tools_per_day"] + ["tokens_per_day"] * (
                 "tokens_per_day" in table
             )
-            main_table.join(table[rates]).to_csv(os.path.join(run, "run_metrics.csv"), index_label="store")
+            with atomic_file(os.path.join(run, "run_metrics.csv")) as f:
+                main_table.join(table[rates]).to_csv(f, index_label="store")
         model, framework = settings.get("model", "?"), settings.get("framework", "?")
         found = paper.four_stage_row(model, framework)
         label = f"{os.path.basename(os.path.normpath(run))} ({model}, {framework})"
@@ -233,7 +261,8 @@ def diagnose(args) -> None:
             papers[f"{found[0]}, paper"] = found[1]
     out = args.out or args.runs[0]
     figure = os.path.join(out, "four_stages.png")
-    diagnostics.plot_stages(tables, papers).savefig(figure, dpi=110)
+    with atomic_file(figure, "wb") as f:
+        diagnostics.plot_stages(tables, papers).savefig(f, dpi=110, format="png")
     print(f"wrote four_stage_metrics.csv and run_metrics.csv in each run folder, and {figure}")
 
 
@@ -252,6 +281,11 @@ def add(sub) -> None:
     )
     r.add_argument("--stores", type=int, default=8, help="stores run, each by its own agent")
     r.add_argument("--out", required=True, help="folder for the traces, records.npz and the per-store CSV")
+    r.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace the run --out holds (its files only) instead of refusing",
+    )
     llm = r.add_argument_group("language models")
     llm.add_argument(
         "--framework", choices=FRAMEWORKS, default="react", help="the agent framework of the paper"
@@ -281,6 +315,23 @@ def add(sub) -> None:
     llm.add_argument("--max-tokens", type=int, default=None, help="override the answer length limit")
     llm.add_argument(
         "--prompts", default=None, metavar="JSON", help="prompt texts to override (rbjax.agents.prompts)"
+    )
+    llm.add_argument(
+        "--no-stream", action="store_true", help="ask for whole replies instead of streamed ones"
+    )
+    llm.add_argument(
+        "--context-tokens",
+        type=int,
+        default=None,
+        metavar="N",
+        help="the endpoint's context: a longer prompt is an endpoint failure, never sent",
+    )
+    llm.add_argument(
+        "--trim-tokens",
+        type=int,
+        default=50_000,
+        metavar="N",
+        help="drop the day's oldest turns once a prompt exceeded N tokens",
     )
     llm.add_argument("--resume", action="store_true", help="continue the run in --out from its checkpoints")
     llm.add_argument("--progress-seconds", type=float, default=30.0, help="progress line every N seconds")

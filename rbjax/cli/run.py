@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import contextlib
+import glob
 import os
+import shutil
 import time
 
 from rbjax.cli.common import fail, make_env, make_policy
@@ -35,6 +37,8 @@ def main(args) -> None:
     keys = jax.random.split(jax.random.key(args.seed), args.stores)
     records = "full" if args.records else "summary"
     path = os.path.join(args.out, "records.npz") if args.records and args.out else None
+    if args.out:
+        clear_outputs(args.out, outputs(args, path))
     tables, paths = [], []
     start = time.perf_counter()
     # the writer's scratch files go, whatever happens; the file exists only once every store is in it
@@ -65,6 +69,24 @@ def main(args) -> None:
     report(args, pd.concat(tables, ignore_index=True), np.concatenate(paths))
 
 
+def outputs(args, records: str | None) -> list[str]:
+    """The files a run of ``args`` writes into --out."""
+    files = [os.path.join(args.out, f"{args.policy}_stores.csv"), records]
+    if args.policy == "oracle":
+        files.append(os.path.join(args.out, "oracle_net_worth.png"))
+    return [f for f in files if f]
+
+
+def clear_outputs(out: str, files: list[str]) -> None:
+    """Remove the previous run's ``files`` (and the scratch folders of a killed ``RecordsWriter``) before a
+    run starts, so a run killed part-way leaves none of its outputs rather than the old ones looking new."""
+    for f in files:
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(f)
+    for scratch in glob.glob(os.path.join(out, ".records-*")):
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
 def report(args, table, net_worth_paths) -> None:
     """The main table beside the paper's row; with --out the per-store CSV (and the oracle's plot); a
     non-zero exit when a store's results are not finite.
@@ -77,12 +99,16 @@ def report(args, table, net_worth_paths) -> None:
     reference = paper.ORACLE if args.policy == "oracle" else paper.LLM_ROWS[paper.BEST_LLM]
     print(metrics.format_compare(metrics.compare(table, reference, label=label, days=args.days)))
     if args.out:
-        table.to_csv(os.path.join(args.out, f"{args.policy}_stores.csv"), index_label="store")
+        from rbjax.runners.record_files import atomic_file
+
+        with atomic_file(os.path.join(args.out, f"{args.policy}_stores.csv")) as f:
+            table.to_csv(f, index_label="store")
         if args.policy == "oracle":
             from rbjax.runners.plots import plot_net_worth
 
             fig = plot_net_worth(net_worth_paths, paper.ORACLE_NET_WORTH)
-            fig.savefig(os.path.join(args.out, "oracle_net_worth.png"), dpi=120)
+            with atomic_file(os.path.join(args.out, "oracle_net_worth.png"), "wb") as f:
+                fig.savefig(f, dpi=120, format="png")
         print(f"wrote {args.out}")
     bad = metrics.non_finite_stores(table)
     if len(bad):

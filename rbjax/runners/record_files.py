@@ -2,11 +2,12 @@
 
 ``np.savez_compressed`` needs every array whole in memory. ``RecordsWriter`` fills one memory-mapped ``.npy``
 per field as chunks of stores arrive, then packs them into the same ``.npz`` layout (one deflated member per
-field), so ``np.load(path)`` reads it as before.
+field), so ``np.load(path)`` reads it as before. The file appears whole or not at all (``atomic_file``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import shutil
@@ -14,6 +15,30 @@ import tempfile
 import zipfile
 
 import numpy as np
+
+
+@contextlib.contextmanager
+def atomic_file(path: str, mode: str = "w"):
+    """``with atomic_file(path) as f:`` writes ``path.tmp``, then fsyncs it and renames it onto ``path``: a
+    reader (or a run killed mid-write) sees the old file or the new one whole, never a part. On an error
+    the temporary file is removed and ``path`` is left as it was."""
+    tmp = f"{path}.tmp"
+    try:
+        with open(tmp, mode) as f:
+            yield f
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.remove(tmp)
+        raise
+    with contextlib.suppress(OSError):  # the rename itself survives a crash once the folder is synced
+        folder = os.open(os.path.dirname(os.path.abspath(path)), os.O_RDONLY)
+        try:
+            os.fsync(folder)
+        finally:
+            os.close(folder)
 
 
 def _fields(records) -> dict[str, np.ndarray]:
@@ -55,7 +80,10 @@ class RecordsWriter:
             for a in self._arrays.values():
                 a.flush()
             self._arrays.clear()
-            with zipfile.ZipFile(self.path, "w", zipfile.ZIP_DEFLATED, allowZip64=True) as z:
+            with (
+                atomic_file(self.path, "wb") as f,
+                zipfile.ZipFile(f, "w", zipfile.ZIP_DEFLATED, allowZip64=True) as z,
+            ):
                 for name in names:
                     z.write(os.path.join(self._tmp, f"{name}.npy"), f"{name}.npy")
         finally:
