@@ -222,3 +222,24 @@ def test_a_prompt_file_overrides_texts_and_an_unknown_field_is_refused(tmp_path)
     path.write_text(json.dumps({"warning": "typo"}))
     with pytest.raises(ValueError, match="unknown fields \\['warning'\\]"):
         Prompts.load(str(path))
+
+
+def test_the_compact_catalogue_keeps_ids_shelf_lives_brands_in_under_half_the_text():
+    from rbjax.agents.frameworks import Rules
+    from rbjax.agents.prompts import CATALOG_HEAD, catalog_text
+    from rbjax.data.catalog import load_catalog
+
+    catalog = load_catalog()
+    full, compact = catalog_text(catalog, CATALOG_HEAD), catalog_text(catalog, CATALOG_HEAD, compact=True)
+    assert len(compact) < 0.5 * len(full), (len(compact), len(full))
+    for j in range(catalog.num_products):
+        line = f"- {catalog.upc[j]} | {int(catalog.shelf_life[j])} | {catalog.brand[j]} | "
+        assert line in compact and f"SKU_id={catalog.upc[j]}" in full
+        shown = compact.split(line)[1].split("\n")[0]
+        assert 0 < len(shown) <= 51 and catalog.description[j].startswith(shown.removesuffix("..."))
+    assert compact.count("## Category:") == full.count("## Category:")
+    from rbjax.agents.frameworks import LLMAgent
+    from rbjax.agents.prompts import Prompts
+
+    agent = lambda rules: LLMAgent("react", None, Prompts(), rules, catalog, 30_000.0, 600.0)
+    assert agent(Rules()).catalog == full and agent(Rules(compact_catalog=True)).catalog == compact

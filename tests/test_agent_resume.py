@@ -159,8 +159,22 @@ def test_resume_refuses_another_identity_and_a_fresh_run_refuses_a_used_folder(t
     (out / "notes.txt").write_text("mine")
     (out / "store_5").mkdir()  # a store of an earlier, bigger run
     with ChatStub(lambda body, n: Stream(END)) as stub:
-        agents_run(out, stub.url, "--overwrite", "--no-stream", seed=8, days=2)
-    assert json.loads((out / "run.json").read_text())["seed"] == 8 and days_logged(out, 0) == [1, 2]
+        agents_run(
+            out,
+            stub.url,
+            "--overwrite",
+            "--no-stream",
+            "--compact-catalog",
+            "--layout",
+            "reference",
+            seed=8,
+            days=2,
+        )
+    identity = json.loads((out / "run.json").read_text())
+    assert identity["seed"] == 8 and days_logged(out, 0) == [1, 2]
+    assert identity["rules"]["compact_catalog"] and identity["rules"]["layout"] == "reference"
+    day_message = stub.requests[0]["messages"][-1]["content"]  # the reference layout: the day message last
+    assert "## SKU Catalog" in day_message and "SKU id | shelf life in days" in day_message
     assert (out / "notes.txt").read_text() == "mine" and not (out / "store_5").exists()
     assert all(r.get("stream") is not True for r in stub.requests)  # --no-stream reached the client
 

@@ -49,7 +49,9 @@ class Rules:
     """The day's limits (the paper runs' values), the tool protocol (``text`` or ``native``) and the order
     of a turn's messages (``layout``, see the module's docstring).
 
-    max_input_tokens: the history trim's threshold, in prompt tokens of the previous request."""
+    max_input_tokens: the history trim's threshold, in prompt tokens of the previous request.
+    compact_catalog: the day message's catalogue without field names and with short descriptions
+    (``prompts.catalog_text``), about a third of its text, for servers with a small context."""
 
     max_turns: int = 50
     invalid_turns: int = 5
@@ -57,6 +59,7 @@ class Rules:
     max_input_tokens: int = 50_000
     protocol: str = "text"
     layout: str = "cache_friendly"
+    compact_catalog: bool = False
 
     def __post_init__(self):
         for name in ("max_turns", "invalid_turns", "round_turns", "max_input_tokens"):
@@ -87,7 +90,7 @@ class LLMAgent:
             raise ValueError(f"framework must be one of {FRAMEWORKS}, got {framework!r}")
         self.framework, self.model, self.prompts, self.rules, self.log = framework, model, prompts, rules, log
         self.tool_names, self.init_funds, self.rent = tuple(tool_names), init_funds, rent
-        self.catalog = catalog_text(catalog, prompts.catalog_head)
+        self.catalog = catalog_text(catalog, prompts.catalog_head, compact=rules.compact_catalog)
         self.system = prompts.system(framework, rent, self.tool_names, native=rules.protocol == "native")
         self.memory = {"reflection": "", "actions": [], "end_text": ""}
         self.total_tokens, self.total_requests = 0, 0  # over the run, every call included

@@ -202,21 +202,47 @@ class Prompts:
         return "\n\n".join(parts)
 
 
-def catalog_text(catalog, head: str, grouping: np.ndarray | None = None) -> str:
-    """The product list by category: one line per product (id, shelf life, brand, description, category)."""
+COMPACT_CATALOG_HEAD = (
+    "The products, by category, one per line: SKU id | shelf life in days | brand | description (shortened). "
+    "Items near their shelf life are cleared at a discount, so sell them before."
+)
+SHORT_DESCRIPTION = 48  # characters of a description the compact catalogue keeps
+
+
+def catalog_text(catalog, head: str, grouping: np.ndarray | None = None, compact: bool = False) -> str:
+    """The product list by category: one line per product (id, shelf life, brand, description, category).
+
+    compact: without field names or the repeated category (``COMPACT_CATALOG_HEAD`` says how to read the
+    lines) and with each description cut to ``SHORT_DESCRIPTION`` characters: under half the text, for
+    servers with a small context."""
     group = np.asarray(catalog.category if grouping is None else grouping)
-    lines = [head]
+    lines = [COMPACT_CATALOG_HEAD if compact else head]
     for g, name in enumerate(catalog.category_names):
         members = np.flatnonzero(group == g)
         if not len(members):
             continue
         lines.append(f"## Category: {name}")
+        if compact:
+            lines += [
+                f"- {catalog.upc[j]} | {int(catalog.shelf_life[j])} | {catalog.brand[j]} | "
+                f"{short_description(catalog.description[j])}"
+                for j in members
+            ]
+            continue
         lines += [
             f"- SKU_id={catalog.upc[j]}, Expiration_Days={int(catalog.shelf_life[j])}, "
             f"Brand={catalog.brand[j]}, Desc={catalog.description[j]}, Category={name}"
             for j in members
         ]
     return "\n".join(lines)
+
+
+def short_description(text: str) -> str:
+    """``text`` cut to at most ``SHORT_DESCRIPTION`` characters at a word boundary, with "..." when cut."""
+    text = text.strip()
+    if len(text) <= SHORT_DESCRIPTION:
+        return text
+    return text[:SHORT_DESCRIPTION].rsplit(" ", 1)[0].rstrip(",;:") + "..."
 
 
 def _money(x: float) -> str:

@@ -122,7 +122,13 @@ def llm_settings(args):
         stream=not args.no_stream,
         context_tokens=args.context_tokens,
     )
-    rules = Rules(max_turns=args.max_turns, protocol=args.protocol, max_input_tokens=args.trim_tokens)
+    rules = Rules(
+        max_turns=args.max_turns,
+        protocol=args.protocol,
+        max_input_tokens=args.trim_tokens,
+        layout=args.layout,
+        compact_catalog=args.compact_catalog,
+    )
     return model, rules, prompts
 
 
@@ -332,6 +338,17 @@ def add(sub) -> None:
         default=50_000,
         metavar="N",
         help="drop the day's oldest turns once a prompt exceeded N tokens",
+    )
+    llm.add_argument(
+        "--compact-catalog",
+        action="store_true",
+        help="the day message's catalogue without field names, descriptions cut: a third of its text",
+    )
+    llm.add_argument(
+        "--layout",
+        choices=["cache_friendly", "reference"],
+        default="cache_friendly",
+        help="the day message before the turn history (a prefix cache keeps it) or after it, as the paper's runs",
     )
     llm.add_argument("--resume", action="store_true", help="continue the run in --out from its checkpoints")
     llm.add_argument("--progress-seconds", type=float, default=30.0, help="progress line every N seconds")
