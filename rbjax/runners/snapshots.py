@@ -1,0 +1,491 @@
+"""Snapshots of a batch of stores: save, load, continue bit for bit, and fork into branches.
+
+A rollout's randomness for store ``b`` comes from its episode key ``keys[b]`` alone: the reset uses
+``split(keys[b])[0]`` and rollout day ``d`` (0 = the opening day) uses ``fold_in(split(keys[b])[1], d)``,
+split into the policy's and the day's key (``rbjax.runners.rollout``). So the episode keys ``[B]`` and the
+number of days run so far pin down the rest of the key stream, and a ``Snapshot`` holds exactly that:
+
+- ``state``: the EnvState batch, leaves ``[B, ...]``;
+- ``keys``: ``[B]`` episode keys (typed PRNG keys);
+- ``day``: rollout days completed (the next day run is ``day``; not ``state.day``, which stops at a store's
+  end);
+- ``params``: the EnvParams the run used (None: ``env.default_params()``);
+- the engine config (EnvConfig) and a fingerprint of the catalogue, which ``load`` checks against the env.
+
+``rollout_from`` continues a batch from any (state, keys, day): its records are the uninterrupted run's
+records of days ``day .. day + days - 1``. ``fork`` copies every store into ``groups`` branches with the same
+key stream (common random numbers: every branch sees the same demand luck) or independent ones.
+
+>>> recs, state = rbjax.rollout(env, oracle, OracleParams.default(), params, keys, days=30)
+>>> snapshots.save("day30.npz", env, state, keys, day=30)
+>>> snap = snapshots.load("day30.npz", env)
+>>> more, final = snapshots.resume(env, oracle, OracleParams.default(), snap, days=30)   # days 30 .. 59
+>>> branches = snapshots.fork(snap, groups=2)                                            # [2B] stores
+>>> both = snapshots.per_branch([OracleParams.default(), OracleParams.default(multiplier=4.0)], len(keys))
+>>> recs, final = snapshots.resume(env, oracle, both, branches, days=30, policy_axes=0)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import hashlib
+import json
+import os
+import tempfile
+from collections.abc import Sequence
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.sharding import PartitionSpec as P
+
+from rbjax.checks import check_policy_params, is_concrete
+from rbjax.config import EnvConfig
+from rbjax.data.catalog import FIELDS, Catalog
+from rbjax.env import Env
+from rbjax.params import EnvParams
+from rbjax.runners.rollout import STORES, Policy, _mesh_map, _specs, _take, compiled
+from rbjax.state import EnvState
+
+FORMAT = "rbjax-snapshot"
+VERSION = 1
+
+
+@dataclasses.dataclass(frozen=True)
+class Snapshot:
+    """A batch of ``B`` stores between two days (see the module docstring).
+
+    state: EnvState, leaves [B, ...]. keys: [B] typed PRNG episode keys. day: rollout days completed.
+    params: EnvParams the run used (unbatched, or leaves with a leading [B] axis), None for the defaults.
+    config: the EnvConfig saved. catalog: the catalogue fingerprint saved (``catalog_fingerprint``).
+    """
+
+    state: EnvState
+    keys: jax.Array
+    day: int
+    params: EnvParams | None = None
+    config: EnvConfig | None = None
+    catalog: dict | None = None
+
+    @property
+    def num_stores(self) -> int:
+        return int(self.keys.shape[0])
+
+    def env_params(self, env: Env) -> EnvParams:
+        """The params to continue with: the saved ones, else ``env.default_params()``."""
+        return env.default_params() if self.params is None else self.params
+
+
+# ---------------------------------------------------------------------------------------------- fingerprints
+def catalog_fingerprint(catalog: Catalog) -> dict[str, str]:
+    """{field: sha256 hex} of every catalogue field (``rbjax.data.catalog.FIELDS``: the arrays and the static
+    names, dtype and shape included) plus ``index_0``, and "all": the hash of them all. ``path`` is left out:
+    the same data loaded from another folder has the same fingerprint."""
+    out = {}
+    for name in (*FIELDS, "index_0"):
+        value = getattr(catalog, name)
+        h = hashlib.sha256()
+        if isinstance(value, np.ndarray) or hasattr(value, "dtype"):
+            arr = np.ascontiguousarray(np.asarray(value))
+            h.update(f"{arr.dtype.str}{arr.shape}".encode())
+            h.update(arr.tobytes())
+        else:
+            h.update(json.dumps(value if isinstance(value, str) else list(value)).encode())
+        out[name] = h.hexdigest()
+    out["all"] = hashlib.sha256("".join(out[k] for k in sorted(out)).encode()).hexdigest()
+    return out
+
+
+def params_fingerprint(params: EnvParams) -> str:
+    """sha256 hex of a params pytree: every leaf's path, dtype, shape and bytes."""
+    h = hashlib.sha256()
+    for path, leaf in jax.tree_util.tree_flatten_with_path(params)[0]:
+        arr = np.ascontiguousarray(np.asarray(leaf))
+        h.update(f"{jax.tree_util.keystr(path)}|{arr.dtype.str}|{arr.shape}|".encode())
+        h.update(arr.tobytes())
+    return h.hexdigest()
+
+
+def _config_dict(config: EnvConfig) -> dict:
+    return {f.name: _jsonable(getattr(config, f.name)) for f in dataclasses.fields(config)}
+
+
+def _jsonable(x):
+    return list(x) if isinstance(x, tuple) else x
+
+
+# ---------------------------------------------------------------------------------------------- save / load
+def save(
+    path: str | os.PathLike,
+    env: Env,
+    state: EnvState,
+    keys: jax.Array,
+    day: int,
+    params: EnvParams | None = None,
+) -> None:
+    """Write a batch of stores to ``path`` (an ``.npz`` file), atomically (a temporary file, then
+    ``os.replace``): a crash leaves the old file or the new one, never a torn one.
+
+    state: EnvState, leaves [B, ...] (device or host arrays), e.g. ``rollout``'s final state. keys: [B] the
+    typed PRNG episode keys the run started from (``fork``'s keys after a fork). day: rollout days the batch
+    has run (``rollout(..., days=day)``, or the ``day + days`` of a continuation). params: the EnvParams the
+    run used, if not ``env.default_params()`` (unbatched, or leaves with a leading [B] axis).
+    """
+    keys = _check_keys(keys)
+    day = _check_day(day)
+    _check_state(env, state, keys.shape[0], "state")
+    arrays: dict[str, np.ndarray] = {}
+    for p, leaf in jax.tree_util.tree_flatten_with_path(state)[0]:
+        arrays["state" + jax.tree_util.keystr(p)] = np.asarray(leaf)
+    arrays["keys"] = np.asarray(jax.random.key_data(keys))
+    if params is not None:
+        if is_concrete(params):
+            env.check_params(params)
+        for p, leaf in jax.tree_util.tree_flatten_with_path(params)[0]:
+            arrays["params" + jax.tree_util.keystr(p)] = np.asarray(leaf)
+    meta = {
+        "format": FORMAT,
+        "version": VERSION,
+        "day": day,
+        "stores": int(keys.shape[0]),
+        "key_impl": str(jax.random.key_impl(keys)),
+        "config": _config_dict(env.config),
+        "catalog": catalog_fingerprint(env.catalog),
+        "params": None if params is None else params_fingerprint(params),
+    }
+    arrays["meta"] = np.asarray(json.dumps(meta, sort_keys=True))
+    path = os.fspath(path)
+    folder = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=".snapshot-", suffix=".tmp", dir=folder)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            np.savez(f, **arrays)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+        raise
+
+
+def load(path: str | os.PathLike, env: Env) -> Snapshot:
+    """Read a snapshot written by ``save`` for ``env``; arrays come back as host (numpy) arrays, keys as
+    typed PRNG keys.
+
+    Raises ValueError naming the difference when the file was saved with another EnvConfig (the field), another
+    catalogue (the catalogue field), or holds a state that does not fit ``env`` (the state field); and when the
+    file is not a snapshot or its params do not match its fingerprint.
+    """
+    path = os.fspath(path)
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            arrays = {k: z[k] for k in z.files}
+    except (OSError, ValueError) as e:  # missing, not a zip, pickled content
+        raise ValueError(f"{path}: not a readable snapshot file ({e})") from e
+    if "meta" not in arrays:
+        raise ValueError(f"{path}: not an rbjax snapshot (no 'meta' entry)")
+    meta = json.loads(str(arrays.pop("meta")))
+    if meta.get("format") != FORMAT or meta.get("version") != VERSION:
+        raise ValueError(
+            f"{path}: not an rbjax snapshot of version {VERSION} "
+            f"(format {meta.get('format')!r}, version {meta.get('version')!r})"
+        )
+    _check_config(path, meta["config"], env.config)
+    _check_catalog(path, meta["catalog"], env.catalog)
+    keys = jax.random.wrap_key_data(jnp.asarray(arrays.pop("keys")), impl=meta["key_impl"])
+    n = int(keys.shape[0])
+    state = _unflatten(path, "state", _state_template(env), arrays, n)
+    params = None
+    if meta["params"] is not None:
+        template = env.default_params()
+        if any(k.startswith("params.world.") for k in arrays):
+            template = template.replace(world=_state_template(env).world)
+        params = _unflatten(path, "params", template, arrays, None)
+        if params_fingerprint(params) != meta["params"]:
+            raise ValueError(f"{path}: the saved params do not match their fingerprint (a damaged file?)")
+    if arrays:
+        raise ValueError(f"{path}: unexpected entries {sorted(arrays)[:5]}")
+    return Snapshot(
+        state, keys, int(meta["day"]), params, EnvConfig(**_config_args(meta["config"])), meta["catalog"]
+    )
+
+
+def _config_args(saved: dict) -> dict:
+    return {k: tuple(v) if isinstance(v, list) else v for k, v in saved.items()}
+
+
+def _check_config(path: str, saved: dict, config: EnvConfig) -> None:
+    here = _config_dict(config)
+    for name in sorted(set(saved) | set(here)):
+        if saved.get(name) != here.get(name):
+            a, b = saved.get(name, "<absent>"), here.get(name, "<absent>")
+            if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+                i = next(i for i, (x, y) in enumerate(zip(a, b)) if x != y)
+                a, b = f"[{i}] = {a[i]}", f"[{i}] = {b[i]}"
+            raise ValueError(
+                f"{path}: the snapshot was saved with another engine config: EnvConfig.{name} "
+                f"is {a} in the snapshot, {b} in this env"
+            )
+
+
+def _check_catalog(path: str, saved: dict, catalog: Catalog) -> None:
+    here = catalog_fingerprint(catalog)
+    if saved.get("all") == here["all"]:
+        return
+    differ = [k for k in here if k != "all" and saved.get(k) != here[k]]
+    raise ValueError(
+        f"{path}: the snapshot was saved with another catalogue: field(s) {', '.join(differ) or 'unknown'} "
+        f"differ (this env's catalogue: {catalog.path or 'in memory'})"
+    )
+
+
+def _unflatten(path: str, prefix: str, template, arrays: dict, stores: int | None):
+    """The pytree ``template`` with its leaves read from ``arrays[prefix + keystr]`` (popped); ``stores``: the
+    leading batch axis every leaf must have in front of the template leaf's shape (None: no check)."""
+    flat, treedef = jax.tree_util.tree_flatten_with_path(template)
+    names = [prefix + jax.tree_util.keystr(p) for p, _ in flat]
+    saved = {k for k in arrays if k.startswith(prefix + ".")}
+    if saved != set(names):
+        missing, extra = sorted(set(names) - saved), sorted(saved - set(names))
+        raise ValueError(
+            f"{path}: the snapshot's {prefix} does not fit this env: "
+            + "; ".join(
+                s for s in (f"missing {missing[:5]}" * bool(missing), f"extra {extra[:5]}" * bool(extra)) if s
+            )
+        )
+    leaves = []
+    for name, (_, want) in zip(names, flat):
+        x = arrays.pop(name)
+        if stores is not None:
+            shape = (stores, *want.shape)
+            if x.shape != shape or x.dtype != want.dtype:
+                raise ValueError(
+                    f"{path}: {name} has shape {x.shape} and dtype {x.dtype}, this env expects {shape} {want.dtype}"
+                )
+        leaves.append(x)
+    return jax.tree_util.tree_unflatten(treedef, leaves)
+
+
+@functools.cache
+def _state_template(env: Env) -> EnvState:
+    """One store's EnvState as ShapeDtypeStructs (traced once per env)."""
+    return jax.eval_shape(env.reset, jax.random.key(0), env.default_params())[1]
+
+
+# ---------------------------------------------------------------------------------------------- checks
+def _check_keys(keys) -> jax.Array:
+    if not (isinstance(keys, jax.Array) and jnp.issubdtype(keys.dtype, jax.dtypes.prng_key)):
+        raise ValueError(
+            "keys must be a 1-D batch of typed PRNG keys (jax.random.key / jax.random.split), "
+            f"got {getattr(keys, 'dtype', type(keys))}"
+        )
+    if keys.ndim != 1:
+        raise ValueError(f"keys must be a 1-D batch of PRNG keys, got shape {keys.shape}")
+    return keys
+
+
+def _check_day(day) -> int:
+    if isinstance(day, bool) or int(day) != day or int(day) < 0:
+        raise ValueError(f"day must be an int >= 0 (rollout days completed), got {day!r}")
+    return int(day)
+
+
+def _check_state(env: Env, state, stores: int, what: str) -> None:
+    """``state``: an EnvState batch of ``stores`` stores for ``env``; ValueError naming the first misfit."""
+    if not isinstance(state, EnvState):
+        raise ValueError(f"{what} must be an EnvState batch, got {type(state).__name__}")
+    flat, want_leaves = jax.tree_util.tree_flatten_with_path(state)[0], jax.tree.leaves(_state_template(env))
+    if len(flat) != len(want_leaves):
+        raise ValueError(f"{what} has {len(flat)} arrays, an EnvState of this env {len(want_leaves)}")
+    for (p, x), want in zip(flat, want_leaves):
+        shape = (stores, *want.shape)
+        if tuple(x.shape) != shape:
+            raise ValueError(
+                f"{what}{jax.tree_util.keystr(p)} has shape {tuple(x.shape)}, expected {shape} "
+                f"({stores} stores: the batch size of the keys)"
+            )
+
+
+# ---------------------------------------------------------------------------------------------- continue
+def rollout_from(
+    env: Env,
+    policy: Policy,
+    policy_params,
+    env_params: EnvParams,
+    state: EnvState,
+    keys: jax.Array,
+    day: int,
+    days: int,
+    *,
+    policy_axes=None,
+    env_axes=None,
+    records: str = "summary",
+    devices: Sequence[jax.Device] | None = None,
+    store_chunk: int | None = None,
+    days_per_call: int | None = None,
+):
+    """Continue ``B`` stores for ``days`` days from ``state`` after ``day`` rollout days.
+
+    state: EnvState, leaves [B, ...] (what ``rollout`` returned after ``day`` days, or ``load``/``fork`` gave).
+    keys: [B] the episode keys ``rollout`` started from (day ``d`` uses ``fold_in(split(key)[1], d)``, as in
+    ``rollout``). The records are the uninterrupted ``rollout``'s records of days ``day .. day + days - 1``, bit
+    for bit, and the final state its final state. The morning's observation is recomputed from the state
+    (``env.observe``), as the step computes it.
+    store_chunk: stores per jitted call (default: all ``B``; results are host arrays when there are several
+    chunks). days_per_call: days per jitted call (default: ``days``); calls of one length compile once, so a
+    long continuation in calls of a fixed length reuses one program. Other arguments as ``rollout``.
+    Returns (records with leading axes [B, days], final EnvState [B, ...]).
+    """
+    if records not in ("summary", "full"):
+        raise ValueError(f"records must be 'summary' or 'full', got {records!r}")
+    keys = _check_keys(keys)
+    day = _check_day(day)
+    if int(days) != days or days < 1:
+        raise ValueError(f"days must be an int >= 1, got {days!r}")
+    days = int(days)
+    per_call = days if days_per_call is None else int(days_per_call)
+    if per_call < 1:
+        raise ValueError(f"days_per_call must be >= 1, got {days_per_call}")
+    if store_chunk is not None and int(store_chunk) < 1:
+        raise ValueError(f"store_chunk must be >= 1, got {store_chunk}")
+    n = int(keys.shape[0])
+    _check_state(env, state, n, "state")
+    if is_concrete(env_params):
+        env.check_params(env_params)
+    if is_concrete(policy_params):
+        check_policy_params(policy_params)
+    devices = tuple(jax.devices() if devices is None else devices)
+    if any(d.process_index != jax.process_index() for d in devices):
+        raise ValueError("rollout_from runs on this process's devices only (no jax.distributed yet)")
+    size = n if store_chunk is None else min(int(store_chunk), n)
+    size += -size % len(devices)
+    _, step_chunk = compiled(env, policy, records, policy_axes, env_axes, devices)
+    observe = _observer(env, env_axes, devices)
+    out = []
+    for first in range(0, n, size):
+        take = np.minimum(np.arange(first, first + size), n - 1)  # the last chunk repeats its last store
+        pp, ep = _take(policy_params, policy_axes, take), _take(env_params, env_axes, take)
+        # fresh arrays: the day program donates its state and observation
+        st = jax.tree.map(
+            lambda x: jnp.asarray(x[take] if isinstance(x, np.ndarray) else x[jnp.asarray(take)]), state
+        )
+        k_run = jax.vmap(lambda k: jax.random.split(k)[1])(keys[jnp.asarray(take)])
+        obs = observe(st, ep)
+        recs, done = [], 0
+        while done < days:
+            length = min(per_call, days - done)
+            (obs, st), rec = step_chunk(pp, ep, obs, st, k_run, jnp.int32(day + done), length)
+            recs.append(rec)
+            done += length
+        rec = recs[0] if len(recs) == 1 else jax.tree.map(lambda *x: jnp.concatenate(x, axis=1), *recs)
+        out.append(jax.tree.map(lambda x: x[: min(first + size, n) - first], (rec, st)))
+    if len(out) == 1:
+        return out[0]
+    return jax.tree.map(lambda *x: np.concatenate([np.asarray(y) for y in x]), *out)
+
+
+_OBSERVERS: dict = {}
+
+
+def _observer(env: Env, env_axes, devices: tuple):
+    """jitted [B] ``env.observe`` (cached per env, env axes and devices)."""
+    spec = (id(env), repr(env_axes), devices)
+    if spec not in _OBSERVERS:
+        f = jax.vmap(env.observe, in_axes=(0, env_axes))
+        if len(devices) > 1:
+            f = _mesh_map(f, devices, (P(STORES), _specs(env_axes)))
+        _OBSERVERS[spec] = (env, jax.jit(f))
+    return _OBSERVERS[spec][1]
+
+
+def resume(env: Env, policy: Policy, policy_params, snapshot: Snapshot, days: int, **kwargs):
+    """``rollout_from`` a Snapshot: its state, keys, day and params (``Snapshot.env_params``).
+
+    Pass ``env_axes=0`` when the snapshot's params have a per-store leading axis. Returns (records [B, days],
+    final EnvState [B, ...]); the snapshot after them is ``Snapshot(final, snapshot.keys, snapshot.day + days,
+    snapshot.params)``.
+    """
+    if not isinstance(snapshot, Snapshot):
+        raise ValueError(f"resume takes a Snapshot, got {type(snapshot).__name__}")
+    return rollout_from(
+        env,
+        policy,
+        policy_params,
+        snapshot.env_params(env),
+        snapshot.state,
+        snapshot.keys,
+        snapshot.day,
+        days,
+        **kwargs,
+    )
+
+
+# ---------------------------------------------------------------------------------------------- forks
+def fork(snapshot_or_state, keys: jax.Array | None = None, groups: int = 2, common_random: bool = True):
+    """Copy each of ``B`` stores into ``groups`` branches: ``B * groups`` stores, store-major (store ``b``'s
+    branch ``g`` is at index ``b * groups + g``).
+
+    snapshot_or_state: a Snapshot (``keys`` then defaults to its keys), or an EnvState batch, leaves [B, ...],
+    with ``keys`` [B] its episode keys. common_random: every branch of a store keeps the store's key, so every
+    branch draws the same random numbers each day (common random numbers: two policies on two branches see the
+    same demand luck, their difference carries no luck of its own); False: branch ``g`` gets the episode key
+    ``fold_in(key, g)``, an independent stream derived from the store's key and the branch index. The supplier
+    world (its quotes and news) is part of the state and shared by the branches either way.
+    Returns a Snapshot (its params unchanged: repeat per-store params with ``repeat_stores``) for a Snapshot, else
+    (state [B * groups, ...], keys [B * groups]). Continue with ``resume`` / ``rollout_from`` at the same day.
+    """
+    if isinstance(groups, bool) or not isinstance(groups, (int, np.integer)) or groups < 1:
+        raise ValueError(f"groups must be an int >= 1, got {groups!r}")
+    snap = snapshot_or_state if isinstance(snapshot_or_state, Snapshot) else None
+    state = snap.state if snap is not None else snapshot_or_state
+    if keys is None:
+        if snap is None:
+            raise ValueError("fork of a state needs its keys ([B] episode keys)")
+        keys = snap.keys
+    keys = _check_keys(keys)
+    if not isinstance(state, EnvState):
+        raise ValueError(f"fork takes a Snapshot or an EnvState batch, got {type(state).__name__}")
+    n = int(keys.shape[0])
+    for p, x in jax.tree_util.tree_flatten_with_path(state)[0]:
+        if x.ndim < 1 or x.shape[0] != n:
+            raise ValueError(
+                f"state{jax.tree_util.keystr(p)} has batch size {x.shape[0] if x.ndim else 'none'}, "
+                f"the keys {n}: they must match"
+            )
+    new_state = repeat_stores(state, groups)
+    if common_random:
+        new_keys = jnp.repeat(keys, groups, axis=0)
+    else:
+        branch = jnp.tile(jnp.arange(groups, dtype=jnp.uint32), n)
+        new_keys = jax.vmap(jax.random.fold_in)(jnp.repeat(keys, groups, axis=0), branch)
+    if snap is None:
+        return new_state, new_keys
+    return dataclasses.replace(snap, state=new_state, keys=new_keys)
+
+
+def repeat_stores(tree, groups: int):
+    """Every leaf [B, ...] -> [B * groups, ...], each store repeated ``groups`` times in a row (the order of
+    ``fork``): for per-store params of a forked batch. Host leaves stay host arrays."""
+    if isinstance(groups, bool) or not isinstance(groups, (int, np.integer)) or groups < 1:
+        raise ValueError(f"groups must be an int >= 1, got {groups!r}")
+    return jax.tree.map(
+        lambda x: (
+            np.repeat(x, groups, axis=0) if isinstance(x, np.ndarray) else jnp.repeat(x, groups, axis=0)
+        ),
+        tree,
+    )
+
+
+def per_branch(branch_params: Sequence[Any], stores: int):
+    """Per-store params for a forked batch: ``branch_params[g]`` (one pytree per branch, same structure) on
+    branch ``g`` of each of ``stores`` stores. Leaves [stores * G, ...]; pass ``policy_axes=0`` (or
+    ``env_axes=0``)."""
+    if not branch_params:
+        raise ValueError("per_branch needs the params of at least one branch")
+    if int(stores) < 1:
+        raise ValueError(f"stores must be >= 1, got {stores}")
+    stacked = jax.tree.map(lambda *x: jnp.stack([jnp.asarray(y) for y in x]), *branch_params)
+    return jax.tree.map(lambda x: jnp.tile(x, (int(stores),) + (1,) * (x.ndim - 1)), stacked)
