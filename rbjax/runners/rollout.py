@@ -121,6 +121,9 @@ def rollout_chunks(
     devices: Sequence[jax.Device] | None = None,
     store_chunk: int | None = None,
     to_host: bool | None = None,
+    state=None,
+    first_day: int = 0,
+    days_per_call: int | None = None,
 ) -> Iterator[Chunk]:
     """``rollout`` for any number of stores: yields one ``Chunk`` per ``store_chunk`` stores, in order.
 
@@ -130,7 +133,11 @@ def rollout_chunks(
     compiles once. to_host: hand the chunk's arrays over as numpy arrays, which frees the device for the next
     chunk (default: when there is more than one chunk). When ``devices`` span several processes
     (``jax.distributed``), every process runs its devices' slice of each chunk and receives the whole chunk's
-    results as numpy arrays. Other arguments as ``rollout``.
+    results as numpy arrays. state: start from this EnvState batch (leaves [B, ...], device or host arrays)
+    instead of resetting, after ``first_day`` rollout days: the records are then the uninterrupted run's
+    days ``first_day .. first_day + days - 1``, bit for bit (``rbjax.runners.snapshots``). Other arguments
+    as ``rollout``. days_per_call: days per jitted call (default: the progress interval, else all ``days``);
+    calls of one length compile once.
     """
     if records not in ("summary", "full"):
         raise ValueError(f"records must be 'summary' or 'full', got {records!r}")
@@ -140,6 +147,10 @@ def rollout_chunks(
         raise ValueError(f"days must be >= 1, got {days}")
     if store_chunk is not None and int(store_chunk) < 1:
         raise ValueError(f"store_chunk must be >= 1, got {store_chunk}")
+    if isinstance(first_day, bool) or int(first_day) != first_day or first_day < 0:
+        raise ValueError(f"first_day must be an int >= 0, got {first_day!r}")
+    if first_day and state is None:
+        raise ValueError("first_day needs the state the stores had after it (state=)")
     if is_concrete(env_params):
         env.check_params(env_params)
     if is_concrete(policy_params):
@@ -156,13 +167,18 @@ def rollout_chunks(
     size += -size % len(devices)  # every device gets the same number of stores
     to_host = n > size if to_host is None else to_host
     per_call = days if not progress else max(1, min(30 if progress is True else int(progress), days))
-    report = _Progress(n, days, size, len(devices)) if progress else None
+    if days_per_call is not None:
+        if int(days_per_call) < 1:
+            raise ValueError(f"days_per_call must be >= 1, got {days_per_call}")
+        per_call = min(int(days_per_call), days)
+    report = _Progress(n, days, size, len(devices), resumed=state is not None) if progress else None
     for first in range(0, n, size):
         take = np.minimum(np.arange(first, first + size), n - 1)  # the last chunk repeats its last store
         stop = min(first + size, n)
         if report:
             report.chunk(first, stop)
-        rec, state = _run_batch(
+        start = None if state is None else _take_state(state, take)
+        rec, final = _run_batch(
             env,
             policy,
             _take(policy_params, policy_axes, take),
@@ -175,13 +191,22 @@ def rollout_chunks(
             devices,
             days_per_call=per_call,
             report=report,
+            start=start,
+            first_day=int(first_day),
         )
-        rec, state = jax.tree.map(lambda x: x[: stop - first], (rec, state))
+        rec, final = jax.tree.map(lambda x: x[: stop - first], (rec, final))
         if several_hosts:  # every process gets every store's results (its devices only hold their slice)
-            rec, state = multihost_utils.process_allgather((rec, state), tiled=True)
+            rec, final = multihost_utils.process_allgather((rec, final), tiled=True)
         elif to_host:
-            rec, state = jax.tree.map(np.asarray, (rec, state))
-        yield Chunk(first, stop, rec, state)
+            rec, final = jax.tree.map(np.asarray, (rec, final))
+        yield Chunk(first, stop, rec, final)
+
+
+def _take_state(state, take: np.ndarray):
+    """Stores ``take`` of a state batch as fresh device arrays (the day program donates its state)."""
+    return jax.tree.map(
+        lambda x: jnp.asarray(x[take] if isinstance(x, np.ndarray) else x[jnp.asarray(take)]), state
+    )
 
 
 def auto_store_chunk(env: Env, records: str, days: int, devices: Sequence[jax.Device]) -> int:
@@ -263,8 +288,8 @@ class _Progress:
     call without compilation has been timed: the days at the measured rate, plus the chunks still to open at
     the last chunk's opening time."""
 
-    def __init__(self, n: int, days: int, size: int, devices: int):
-        self.n, self.days, self.size = n, days, size
+    def __init__(self, n: int, days: int, size: int, devices: int, resumed: bool = False):
+        self.n, self.days, self.size, self.resumed = n, days, size, resumed
         self.calls = 0  # day calls so far (the first one compiles the day)
         self.day_seconds = self.store_days = 0.0  # timed day calls (after the first)
         self.open_seconds = None
@@ -285,12 +310,14 @@ class _Progress:
 
     def chunk(self, first: int, stop: int) -> None:
         self.first, self.stop = first, stop
-        if first == 0:
+        if first == 0 and not self.resumed:
             print(f"rollout: compiling, then drawing supplier worlds for {self._where()}", file=sys.stderr)
 
     def opened(self, seconds: float) -> None:
         self.open_seconds = seconds
         what = "compiled and opened" if self.first == 0 else "opened (supplier worlds, pre-opening history)"
+        if self.resumed:
+            what = "loaded"
         print(f"rollout: {self._where()} {what} in {seconds:.1f} s", file=sys.stderr)
 
     def __call__(self, done: int, seconds: float, length: int) -> None:
@@ -336,13 +363,21 @@ def _run_batch(
     devices,
     days_per_call,
     report,
+    start=None,
+    first_day: int = 0,
 ):
     """One batch of ``len(keys)`` stores (a multiple of ``len(devices)``) -> (records, state), in jitted calls
-    of ``days_per_call`` days; ``report(days_done)`` after each when given."""
+    of ``days_per_call`` days; ``report(days_done)`` after each when given. start: the batch's state after
+    ``first_day`` days (None: reset); its morning observation is recomputed (``env.observe``), as the step
+    computes it."""
     k_reset, k_run = jnp.moveaxis(jax.vmap(lambda k: jax.random.split(k))(keys), 1, 0)
     reset, step_chunk = compiled(env, policy, records, policy_axes, env_axes, devices)
     clock = time.perf_counter()
-    obs, state = reset(k_reset, env_params)
+    if start is None:
+        obs, state = reset(k_reset, env_params)
+    else:
+        state = start
+        obs = observer(env, env_axes, devices)(state, env_params)
     if report:
         jax.block_until_ready(state)
         report.opened(time.perf_counter() - clock)
@@ -350,7 +385,8 @@ def _run_batch(
     while done < days:
         length = min(days_per_call, days - done)
         clock = time.perf_counter()
-        (obs, state), rec = step_chunk(policy_params, env_params, obs, state, k_run, jnp.int32(done), length)
+        day = jnp.int32(first_day + done)
+        (obs, state), rec = step_chunk(policy_params, env_params, obs, state, k_run, day, length)
         outs.append(rec)
         done += length
         if report:
@@ -391,6 +427,17 @@ def _mesh_map(f, devices: tuple, in_specs):
     stores alone (check_vma off: replicated params meet per-store values inside scans)."""
     mesh = Mesh(np.asarray(devices), (STORES,))
     return jax.shard_map(f, mesh=mesh, in_specs=in_specs, out_specs=P(STORES), check_vma=False)
+
+
+def observer(env: Env, env_axes, devices: tuple):
+    """jitted [B] ``env.observe`` (cached per env, env axes and devices)."""
+    spec = ("observe", id(env), repr(env_axes), devices)
+    if spec not in _CACHE:
+        f = jax.vmap(env.observe, in_axes=(0, env_axes))
+        if len(devices) > 1:
+            f = _mesh_map(f, devices, (P(STORES), _specs(env_axes)))
+        _CACHE[spec] = (env, jax.jit(f))
+    return _CACHE[spec][1]
 
 
 def compiled(env: Env, policy: Policy, records: str, policy_axes, env_axes, devices: tuple = ()):

@@ -39,14 +39,13 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.sharding import PartitionSpec as P
 
-from rbjax.checks import check_policy_params, is_concrete
+from rbjax.checks import is_concrete
 from rbjax.config import EnvConfig
 from rbjax.data.catalog import FIELDS, Catalog
 from rbjax.env import Env
 from rbjax.params import EnvParams
-from rbjax.runners.rollout import STORES, Policy, _mesh_map, _specs, _take, compiled
+from rbjax.runners.rollout import Policy, rollout_chunks
 from rbjax.state import EnvState
 
 FORMAT = "rbjax-snapshot"
@@ -326,6 +325,7 @@ def rollout_from(
     devices: Sequence[jax.Device] | None = None,
     store_chunk: int | None = None,
     days_per_call: int | None = None,
+    progress: bool | int = False,
 ):
     """Continue ``B`` stores for ``days`` days from ``state`` after ``day`` rollout days.
 
@@ -336,69 +336,38 @@ def rollout_from(
     (``env.observe``), as the step computes it.
     store_chunk: stores per jitted call (default: all ``B``; results are host arrays when there are several
     chunks). days_per_call: days per jitted call (default: ``days``); calls of one length compile once, so a
-    long continuation in calls of a fixed length reuses one program. Other arguments as ``rollout``.
+    long continuation in calls of a fixed length reuses one program. progress: a line per call (``rollout``).
+    Other arguments as ``rollout``.
     Returns (records with leading axes [B, days], final EnvState [B, ...]).
     """
-    if records not in ("summary", "full"):
-        raise ValueError(f"records must be 'summary' or 'full', got {records!r}")
     keys = _check_keys(keys)
     day = _check_day(day)
-    if int(days) != days or days < 1:
+    if isinstance(days, bool) or int(days) != days or days < 1:
         raise ValueError(f"days must be an int >= 1, got {days!r}")
-    days = int(days)
-    per_call = days if days_per_call is None else int(days_per_call)
-    if per_call < 1:
-        raise ValueError(f"days_per_call must be >= 1, got {days_per_call}")
-    if store_chunk is not None and int(store_chunk) < 1:
-        raise ValueError(f"store_chunk must be >= 1, got {store_chunk}")
     n = int(keys.shape[0])
     _check_state(env, state, n, "state")
-    if is_concrete(env_params):
-        env.check_params(env_params)
-    if is_concrete(policy_params):
-        check_policy_params(policy_params)
-    devices = tuple(jax.devices() if devices is None else devices)
-    if any(d.process_index != jax.process_index() for d in devices):
-        raise ValueError("rollout_from runs on this process's devices only (no jax.distributed yet)")
-    size = n if store_chunk is None else min(int(store_chunk), n)
-    size += -size % len(devices)
-    _, step_chunk = compiled(env, policy, records, policy_axes, env_axes, devices)
-    observe = _observer(env, env_axes, devices)
-    out = []
-    for first in range(0, n, size):
-        take = np.minimum(np.arange(first, first + size), n - 1)  # the last chunk repeats its last store
-        pp, ep = _take(policy_params, policy_axes, take), _take(env_params, env_axes, take)
-        # fresh arrays: the day program donates its state and observation
-        st = jax.tree.map(
-            lambda x: jnp.asarray(x[take] if isinstance(x, np.ndarray) else x[jnp.asarray(take)]), state
+    chunks = list(
+        rollout_chunks(
+            env,
+            policy,
+            policy_params,
+            env_params,
+            keys,
+            int(days),
+            policy_axes=policy_axes,
+            env_axes=env_axes,
+            records=records,
+            progress=progress,
+            devices=devices,
+            store_chunk=n if store_chunk is None else store_chunk,
+            state=state,
+            first_day=day,
+            days_per_call=days_per_call,
         )
-        k_run = jax.vmap(lambda k: jax.random.split(k)[1])(keys[jnp.asarray(take)])
-        obs = observe(st, ep)
-        recs, done = [], 0
-        while done < days:
-            length = min(per_call, days - done)
-            (obs, st), rec = step_chunk(pp, ep, obs, st, k_run, jnp.int32(day + done), length)
-            recs.append(rec)
-            done += length
-        rec = recs[0] if len(recs) == 1 else jax.tree.map(lambda *x: jnp.concatenate(x, axis=1), *recs)
-        out.append(jax.tree.map(lambda x: x[: min(first + size, n) - first], (rec, st)))
-    if len(out) == 1:
-        return out[0]
-    return jax.tree.map(lambda *x: np.concatenate([np.asarray(y) for y in x]), *out)
-
-
-_OBSERVERS: dict = {}
-
-
-def _observer(env: Env, env_axes, devices: tuple):
-    """jitted [B] ``env.observe`` (cached per env, env axes and devices)."""
-    spec = (id(env), repr(env_axes), devices)
-    if spec not in _OBSERVERS:
-        f = jax.vmap(env.observe, in_axes=(0, env_axes))
-        if len(devices) > 1:
-            f = _mesh_map(f, devices, (P(STORES), _specs(env_axes)))
-        _OBSERVERS[spec] = (env, jax.jit(f))
-    return _OBSERVERS[spec][1]
+    )
+    if len(chunks) == 1:
+        return chunks[0].records, chunks[0].state
+    return jax.tree.map(lambda *x: np.concatenate(x), *((c.records, c.state) for c in chunks))
 
 
 def resume(env: Env, policy: Policy, policy_params, snapshot: Snapshot, days: int, **kwargs):
