@@ -344,6 +344,7 @@ def test_agents_run_against_a_local_openai_compatible_server(env, tmp_path, monk
     captured = capsys.readouterr()
     printed = captured.out
     assert "paper row: GPT-5.5 (react)" in printed and "tokens_per_day" in printed
+    assert "survival: 4/4 stores alive after 3 days (100.0 %)" in printed and (out / "survival.png").exists()
     assert "4/4 stores finished, 12 store-days" in captured.err and "requests/s" in captured.err
     assert all(h["authorization"] == "Bearer sk-test-e2e-secret" for h in stub.headers)
     rec = np.load(out / "records.npz")

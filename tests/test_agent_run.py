@@ -180,6 +180,8 @@ def test_the_oracles_diagnostics_through_the_tools_follow_from_its_rules(cli_run
     assert "paper row: Oracle (quality_based)" in printed
     table = pd.read_csv(a / "four_stage_metrics.csv", index_col="store")
     assert len(table) == STORES and (a / "four_stages.png").exists()
+    assert f"survival: {STORES}/{STORES} stores alive after {DAYS} days (100.0 %)" in printed
+    assert (a / "survival.png").exists() and (a / "survival_by_run.png").exists()  # the run's, the diagnosis'
     assert (table["s1_acted_skus_per_day"] == 40.0).all()  # two products of each of 20 categories, daily
     assert (table["s1_missed_high_demand_rate"] == 0.0).all()
     assert (table["s3_quality_rank"] == 1.0).all() and (table["s3_quality_first_rate"] == 1.0).all()

@@ -1,6 +1,7 @@
 """rbjax.cli: the README's main job, the sweep and one-line errors, run as a user would (PPO train and eval:
 tests/test_rl.py)."""
 
+import json
 import subprocess
 import sys
 
@@ -28,7 +29,11 @@ def test_cli_info_and_oracle(tmp_path):
     assert r.stderr.count("rollout: 4 stores, day ") == 6
     table = pd.read_csv(tmp_path / "oracle_stores.csv")
     assert len(table) == golden.STORES and (table.survival_days == 180).all()
-    assert (tmp_path / "oracle_net_worth.png").exists()
+    assert (tmp_path / "oracle_net_worth.png").exists() and (tmp_path / "oracle_survival.png").exists()
+    assert (
+        "survival: 4/4 stores alive after 180 days (100.0 %)" in r.stdout
+        and "95 % CI of the mean" in r.stdout
+    )
     want = golden.expected_records("oracle")
     with np.load(tmp_path / "records.npz") as got:
         assert sorted(got.files) == sorted(want)
@@ -189,6 +194,7 @@ def test_cli_run_killed_part_way_leaves_no_outputs_that_look_new(tmp_path, monke
 
     (tmp_path / "records.npz").write_bytes(b"the previous run's")
     (tmp_path / "null_stores.csv").write_text("store\n0\n")
+    (tmp_path / "null_survival.png").write_bytes(b"the previous run's")
     (tmp_path / "notes.txt").write_text("mine")
     monkeypatch.setattr(rollout_module, "rollout_chunks", killed)
     line = "--devices 1 run --policy null --stores 4 --days 2 --store-chunk 2 --records --out"
@@ -284,3 +290,77 @@ def test_sweep_prints_one_row_per_point_and_marks_the_best():
     assert len(rows) == 6 and [row[:2] for row in rows][2] == ["4", "30"]
     assert rows[2][2:] == ["300,000", "n/a", "180.0", "<-", "best", "mean"]  # one seed per point: no sd
     assert sum("best" in row for row in rows) == 1 and rows[4][2] == "n/a"
+
+
+def _day_info(alive):
+    """DayInfo records [stores, days, 2 products] of zeros, ``alive`` [stores, days]."""
+    from rbjax.state import DayInfo
+
+    per_product = {"sold", "returned", "expired", "demand", "stockout", "reviews", "stars", "ordered"}
+    per_product |= {"delivered", "price_changed"}
+    shape = alive.shape
+    fields = {k: np.zeros(shape + (2,) * (k in per_product), np.int32) for k in DayInfo.__dataclass_fields__}
+    worth = 30_000.0 + np.arange(alive.size, dtype=np.float32).reshape(shape)
+    return DayInfo(**fields | dict(net_worth=worth, funds=worth, alive=alive))
+
+
+def test_cli_run_prints_the_interval_and_survival_and_writes_the_survival_figure(
+    tmp_path, monkeypatch, capsys
+):
+    """rollout_chunks replaced by 3 fake stores of 4 days, one stopping after day 2: the table gives the
+    interval and the stores, one line the share alive at the end, --out the survival figure."""
+    from rbjax.cli import main
+    from rbjax.runners import rollout as rollout_module
+    from rbjax.runners.records import DaySummary
+    from rbjax.runners.rollout import Chunk
+
+    alive = np.array([[1, 1, 1, 1], [1, 1, 0, 0], [1, 1, 1, 1]], bool)
+    fields = dict.fromkeys(DaySummary.__dataclass_fields__, np.zeros(alive.shape, np.int32))
+    worth = 30_000.0 + np.arange(12, dtype=np.float32).reshape(alive.shape)
+    whole = DaySummary(**fields | dict(net_worth=worth, funds=worth, alive=alive))
+    monkeypatch.setattr(rollout_module, "rollout_chunks", lambda *a, **kw: iter([Chunk(0, 3, whole, None)]))
+    main([*"--devices 1 run --policy null --stores 3 --days 4 --out".split(), str(tmp_path)])
+    out = capsys.readouterr().out
+    assert "survival: 2/3 stores alive after 4 days (66.7 %)" in out
+    assert "95 % CI of the mean" in out and "over 3 stores (fewer where a row says so); 95 % CI" in out
+    days = next(line for line in out.splitlines() if line.startswith("survival_days")).split()
+    assert days[1:8] == ["3.3", "±", "1.2", "2.0", "–", "4.0", "2.0"]  # mean, sd, interval, min over stores
+    assert (tmp_path / "null_survival.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_agents_summary_and_diagnose_give_the_interval_and_survival(tmp_path, capsys):
+    """The language-model summary (``rbjax agents run``) and ``rbjax agents diagnose`` of two run folders,
+    one without records.npz: survival lines, survival.png in the run, survival_by_run.png beside
+    four_stages.png."""
+    from types import SimpleNamespace
+
+    from rbjax.cli import agents, main
+    from rbjax.runners.record_files import save_records
+
+    alive = np.array([[1, 1], [1, 0], [1, 1]], bool)
+    rec = _day_info(alive)
+    tools = pd.DataFrame(
+        {k: [2.0, 3.0, 4.0] for k in ("direct_tools_per_day", "total_tools_per_day", "tokens_per_day")}
+    )
+    a, b = tmp_path / "a", tmp_path / "b"
+    for run in (a, b):
+        for store in range(3):
+            (run / f"store_{store}").mkdir(parents=True)
+            end = {"tool": "end_today", "call_source": "direct", "result": {"result": {"sales_by_sku": {}}}}
+            (run / f"store_{store}" / "tool_calls.jsonl").write_text(json.dumps(end) + "\n")
+    args = SimpleNamespace(model="local/m", framework="react", out=str(a), days=2)
+    agents.summary(args, rec, tools)
+    out = capsys.readouterr().out
+    assert "survival: 2/3 stores alive after 2 days (66.7 %)" in out and "95 % CI of the mean" in out
+    assert (a / "survival.png").read_bytes()[:4] == b"\x89PNG"
+    save_records(str(a / "records.npz"), rec)
+    main(["agents", "diagnose", str(a), str(b)])
+    out = capsys.readouterr().out
+    assert out.count("95 % CI of the mean") == 2 and out.count("over 3 stores (n: those with a value)") == 2
+    assert "survival: 2/3 stores alive after 2 days (66.7 %)" in out
+    assert f"survival: no records.npz in {b}, left out of survival_by_run.png" in out
+    acted = next(line for line in out.splitlines() if line.startswith("s1_acted_skus_per_day")).split()
+    assert acted[2:10] == ["0.0000", "±", "0.0000", "0.0000", "–", "0.0000", "0.0000", "3"]  # ..., min, n
+    price = next(line for line in out.splitlines() if line.startswith("s3_price_distance_pct"))
+    assert price.split()[2:6] == ["n/a", "±", "n/a", "n/a"] and price.endswith("(3 stores without a value)")
+    assert (a / "four_stages.png").exists() and (a / "survival_by_run.png").read_bytes()[:4] == b"\x89PNG"

@@ -150,3 +150,55 @@ def test_sweep_result_plot_saves_the_figure_at_path(tmp_path):
     result = rbjax.SweepResult(table, metrics.summary(table, by=["rent"]), ["rent"], 1.0, 4)
     fig = result.plot("final_net_worth", path=tmp_path / "worth.png")
     assert (tmp_path / "worth.png").stat().st_size > 0 and fig.axes
+
+
+def test_compare_and_format_compare_give_the_bootstrap_interval_the_min_and_the_stores():
+    from rbjax.runners import stats
+
+    values = [100_000.0, 200_000.0, 400_000.0]
+    table = _constant_table(final_net_worth=values, return_ratio=[0.01, np.nan, 0.03])
+    cmp = metrics.compare(table, days=180)
+    d = stats.describe(values)
+    row = cmp.loc["final_net_worth"]
+    assert (row["ci_low"], row["ci_high"], row["min"], row["n"]) == (d["ci_low"], d["ci_high"], 100_000.0, 3)
+    assert 100_000 <= row["ci_low"] < row["mean"] < row["ci_high"] <= 400_000
+    assert cmp.loc["return_ratio", "min"] == 0.01 and cmp.loc["return_ratio", "n"] == 2
+    lines = metrics.format_compare(cmp).splitlines()
+    header = lines[1]
+    assert "95 % CI of the mean" in header and header.split()[-5:] == ["mean", "min", "paper", "gap", "(sd)"]
+    words = next(line for line in lines if line.startswith("final_net_worth")).split()
+    ci = [format(v, ",.0f") for v in (d["ci_low"], d["ci_high"])]
+    assert words[1:8] == ["233,333", "±", "152,753", ci[0], "–", ci[1], "100,000"]  # one format per metric
+    ratio = next(line for line in lines if line.startswith("return_ratio"))
+    assert ratio.split()[7] == "0.0100" and ratio.endswith("(1 stores without a value)")
+    # every value the same: an interval of width 0; the footer says what it is and over how many stores
+    assert next(line for line in lines if line.startswith("total_sales")).split()[4:8] == ["1", "–", "1", "1"]
+    assert lines[-2] == (
+        "over 3 stores (fewer where a row says so); 95 % CI: percentile bootstrap of the mean, 2,000 resamples"
+    )
+    assert lines[-1].startswith("gap (sd) = ")
+    one = metrics.format_compare(metrics.compare(_constant_table().iloc[:1], {}))  # one store: no interval
+    total_sales = next(line for line in one.splitlines() if line.startswith("total_sales"))
+    assert total_sales.split()[1:6] == ["1", "±", "n/a", "n/a", "1"]
+
+
+def test_survival_from_the_table_the_line_and_the_figure(tmp_path):
+    from rbjax.runners.plots import plot_survival
+
+    records = _records()
+    alive = metrics.alive_by_day(metrics.store_metrics(records).survival_days, 4)
+    np.testing.assert_array_equal(alive, np.asarray(records.alive))  # store 1 stops after day 2
+    assert metrics.format_survival(alive) == "survival: 1/2 stores alive after 4 days (50.0 %)"
+    assert metrics.format_survival(np.ones((1000, 180), bool)).endswith(
+        "1,000/1,000 stores alive after 180 days (100.0 %)"
+    )
+    with pytest.raises(ValueError, match="survival_days"):
+        metrics.alive_by_day([5, 2], 4)  # more days than the run has
+    fig = plot_survival({"oracle": alive, "null": np.array([1.0, 0.5, 0.5, 0.0, 0.0])}, stores={"null": 2})
+    (ax,) = fig.axes
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["oracle (2 stores)", "null (2 stores)"]
+    assert ax.get_ylim() == (0, 1.02) and ax.get_lines()[0].get_ydata().tolist() == [1.0, 1.0, 1.0, 0.5, 0.5]
+    fig.savefig(tmp_path / "survival.png")
+    assert (tmp_path / "survival.png").read_bytes()[:4] == b"\x89PNG"
+    with pytest.raises(ValueError, match="at least one"):
+        plot_survival({})

@@ -241,18 +241,27 @@ def diagnose(
 
 
 def summarize(table: pd.DataFrame, reference: dict | None = None) -> pd.DataFrame:
-    """Mean ± sd of each paper column over the stores, beside a paper row (``paper.FOUR_STAGE``)."""
+    """Mean ± sd, the 95 % bootstrap interval of the mean (``stats.bootstrap_ci``), the minimum and the count
+    ``n`` of stores with a value (``missing``: the stores without one, e.g. no price update to measure) of each
+    paper column, beside a paper row (``paper.FOUR_STAGE``)."""
+    from rbjax.runners import stats
+
     reference = reference or {}
     rows = []
     for column, label in COLUMNS.items():
-        x = table[column].to_numpy(np.float64) if column in table else np.array([np.nan])
-        x = x[np.isfinite(x)]
+        values = table[column].to_numpy(np.float64) if column in table else np.full(len(table), np.nan)
+        d = stats.describe(values)
         rows.append(
             {
                 "metric": column,
                 "paper name": label,
-                "mean": float(x.mean()) if len(x) else float("nan"),
-                "sd": float(x.std(ddof=1)) if len(x) > 1 else float("nan"),
+                "mean": d["mean"],
+                "sd": d["sd"],
+                "ci_low": d["ci_low"],
+                "ci_high": d["ci_high"],
+                "min": d["min"],
+                "n": d["n"],
+                "missing": d["missing"],
                 "paper": reference.get(column, float("nan")),
             }
         )
@@ -260,9 +269,32 @@ def summarize(table: pd.DataFrame, reference: dict | None = None) -> pd.DataFram
 
 
 def format_summary(summary: pd.DataFrame) -> str:
-    lines = [f"{'metric':36s} {'':12s} {'mean ± sd':>20s} {'paper':>9s}"]
+    """A fixed-width table of ``summarize``: "n/a" for a value that is missing, the stores without a value
+    named on their row, and what the interval is below it."""
+    num = lambda v: f"{v:.4f}" if np.isfinite(v) else "n/a"
+    lines = [
+        f"{'metric':36s} {'':12s} {'mean ± sd':>20s} {'95 % CI of the mean':>21s} {'min':>9s} {'n':>6s} "
+        f"{'paper':>9s}"
+    ]
     for m, r in summary.iterrows():
-        lines.append(f"{m:36s} {r['paper name']:12s} {r['mean']:>9.4f} ± {r['sd']:<8.4f} {r['paper']:>9.4f}")
+        ci = (
+            f"{num(r['ci_low'])} – {num(r['ci_high'])}"
+            if np.isfinite([r["ci_low"], r["ci_high"]]).all()
+            else "n/a"
+        )
+        lines.append(
+            f"{m:36s} {r['paper name']:12s} {num(r['mean']):>9s} ± {num(r['sd']):<8s} {ci:>21s} "
+            f"{num(r['min']):>9s} {int(r['n']):>6,d} {num(r['paper']):>9s}"
+            + (f"  ({int(r['missing'])} stores without a value)" if r["missing"] else "")
+        )
+    if len(summary):
+        from rbjax.runners import stats
+
+        stores = int((summary["n"] + summary["missing"]).max())
+        lines.append(
+            f"over {stores:,} stores (n: those with a value); 95 % CI: percentile bootstrap of the mean, "
+            f"{stats.RESAMPLES:,} resamples"
+        )
     return "\n".join(lines)
 
 

@@ -30,7 +30,15 @@ from rbjax.agents.tools import StoreTools, ToolResult
 from rbjax.agents.trace import TraceWriter
 from rbjax.state import DayInfo
 
-RESULTS = ("records.npz", "*_stores.csv", "four_stage_metrics.csv", "run_metrics.csv", "four_stages.png")
+RESULTS = (
+    "records.npz",
+    "*_stores.csv",
+    "four_stage_metrics.csv",
+    "run_metrics.csv",
+    "four_stages.png",
+    "survival.png",
+    "survival_by_run.png",
+)
 
 
 def run_files(out: str, results_only: bool = False) -> list[str]:

@@ -18,7 +18,7 @@ import jax
 import numpy as np
 import pandas as pd
 
-from rbjax.runners import paper
+from rbjax.runners import paper, stats
 from rbjax.runners.records import DaySummary, summarize
 from rbjax.state import DayInfo
 
@@ -123,16 +123,15 @@ def compare(
     ``format_compare`` checks against the paper's ``PAPER_DAYS``. Both are kept in the result's ``attrs``.
 
     Returns one row per metric: mean, sd, paper, gap_sd = (mean - paper) / sd (NaN when sd is 0 or a value
-    is missing), n and missing. The mean and sd are over the stores with a finite value (``n``); ``missing``
-    counts the others: a ratio with an empty denominator (no sales), or a corrupted value (see
-    ``non_finite_stores``).
+    is missing), n, missing, ci_low and ci_high (the 95 % percentile bootstrap interval of the mean,
+    ``stats.bootstrap_ci``: 2,000 resamples, a fixed seed; NaN with fewer than 2 values) and min. The
+    statistics are over the stores with a finite value (``n``); ``missing`` counts the others: a ratio with
+    an empty denominator (no sales), or a corrupted value (see ``non_finite_stores``).
     """
     rows = []
     for m in metrics:
-        values = table[m].to_numpy(np.float64)
-        x = values[np.isfinite(values)]
-        mean = float(x.mean()) if len(x) else float("nan")
-        sd = float(x.std(ddof=1)) if len(x) > 1 else float("nan")
+        d = stats.describe(table[m].to_numpy(np.float64))
+        mean, sd = d["mean"], d["sd"]
         ref = reference.get(m, float("nan"))
         rows.append(
             {
@@ -141,8 +140,11 @@ def compare(
                 "sd": sd,
                 "paper": ref,
                 "gap_sd": (mean - ref) / sd if sd > 0 else float("nan"),
-                "n": len(x),
-                "missing": len(values) - len(x),
+                "n": d["n"],
+                "missing": d["missing"],
+                "ci_low": d["ci_low"],
+                "ci_high": d["ci_high"],
+                "min": d["min"],
             }
         )
     out = pd.DataFrame(rows).set_index("metric")
@@ -189,8 +191,10 @@ def format_number(metric: str, value: float) -> str:
 
 
 def format_compare(cmp: pd.DataFrame) -> str:
-    """A fixed-width text table of ``compare``'s result: the paper row's name above it (and a warning when the
-    run's days are not the paper's 180), what the gap means below it; "n/a" for a value that is missing."""
+    """A fixed-width text table of ``compare``'s result (mean ± sd, the 95 % bootstrap interval of the mean
+    and the minimum over stores, the paper's value and the gap): the paper row's name above it (and a warning
+    when the run's days are not the paper's 180), how many stores the figures rest on, what the interval is
+    and what the gap means below it; "n/a" for a value that is missing."""
     label, days = cmp.attrs.get("label"), cmp.attrs.get("days")
     lines = [f"paper row: {label} (one run of the reference simulator, {PAPER_DAYS} days)"] if label else []
     if days is not None and days != PAPER_DAYS:
@@ -198,13 +202,28 @@ def format_compare(cmp: pd.DataFrame) -> str:
             f"warning: this run has {days} days, the paper's numbers are over {PAPER_DAYS} days: the "
             "comparison is not meaningful"
         )
-    lines.append(f"{'metric':22s} {'rbjax mean ± sd':>26s} {'paper':>12s} {'gap (sd)':>9s}")
+    lines.append(
+        f"{'metric':22s} {'rbjax mean ± sd':>26s} {'95 % CI of the mean':>25s} {'min':>12s} "
+        f"{'paper':>12s} {'gap (sd)':>9s}"
+    )
+    nan = float("nan")
     for m, row in cmp.iterrows():
         gap = f"{row['gap_sd']:+.2f}" if np.isfinite(row["gap_sd"]) else "n/a"
+        low, high = row.get("ci_low", nan), row.get("ci_high", nan)
+        ci = (
+            f"{format_number(m, low)} – {format_number(m, high)}" if np.isfinite([low, high]).all() else "n/a"
+        )
         lines.append(
             f"{m:22s} {format_number(m, row['mean']) + ' ± ' + format_number(m, row['sd']):>26s} "
+            f"{ci:>25s} {format_number(m, row.get('min', nan)):>12s} "
             f"{format_number(m, row['paper']):>12s} {gap:>9s}"
             + (f"  ({int(row['missing'])} stores without a value)" if row.get("missing", 0) else "")
+        )
+    if "n" in cmp and len(cmp):
+        stores = int((cmp["n"] + cmp.get("missing", 0)).max())
+        lines.append(
+            f"over {stores:,} stores (fewer where a row says so); 95 % CI: percentile bootstrap of the mean, "
+            f"{stats.RESAMPLES:,} resamples"
         )
     lines.append("gap (sd) = (rbjax mean - paper) / rbjax sd; n/a: no spread over stores, or no value")
     return "\n".join(lines)
@@ -215,3 +234,20 @@ def net_worth_paths(records: DaySummary | DayInfo, initial_funds: float = 30_000
     r = jax.tree.map(np.asarray, records)
     nw = np.asarray(r.net_worth, np.float64)
     return np.concatenate([np.full((nw.shape[0], 1), initial_funds), nw], axis=1)
+
+
+def alive_by_day(survival_days, days: int) -> np.ndarray:
+    """[B, days] bool from ``survival_days`` [B] (the table's column): store b is open on day d (0-based) iff
+    survival_days[b] > d, since a store that stopped stays stopped (as ``DaySummary.alive``)."""
+    d = np.asarray(survival_days, np.float64).reshape(-1)
+    if days < 0 or not np.isfinite(d).all() or (d < 0).any() or (d > days).any():
+        raise ValueError(f"survival_days must lie in [0, {days}] (the run's days)")
+    return d[:, None] > np.arange(days)[None, :]
+
+
+def format_survival(alive) -> str:
+    """One line from alive [B, days]: "survival: 998/1,000 stores alive after 180 days (99.8 %)"."""
+    curve = stats.survival_curve(alive)
+    stores, days = np.shape(alive)
+    left = int(round(curve[-1] * stores))
+    return f"survival: {left:,}/{stores:,} stores alive after {days:,} days ({100 * curve[-1]:.1f} %)"

@@ -109,3 +109,39 @@ def plot_learning_curve(curve: pd.DataFrame):
     ax2.legend(handles=handles, fontsize="small")
     axes[1].legend(fontsize="small")
     return fig
+
+
+def plot_survival(
+    curves: dict[str, np.ndarray], stores: dict[str, int] | None = None, title: str | None = None
+):
+    """Share of stores alive by day, one line per label (a step: a store stops at the end of a day).
+
+    curves: {label: ``stats.survival_curve`` [days + 1]} or {label: alive [stores, days]} (``DaySummary.alive``;
+    its curve is taken and its store count known). stores: {label: store count} for the legend of a curve
+    given as shares (an alive array's count is its own).
+    """
+    from rbjax.runners.stats import survival_curve
+
+    if not curves:
+        raise ValueError("plot_survival needs at least one curve")
+    stores = dict(stores or {})
+    fig, (ax,) = _figure(width=7.0)
+    for label, values in curves.items():
+        values = np.asarray(values)
+        if values.ndim == 2:
+            stores.setdefault(label, values.shape[0])
+            values = survival_curve(values)
+        if values.ndim != 1 or not len(values):
+            raise ValueError(f"{label}: expected a survival curve [days + 1] or alive [stores, days]")
+        n = stores.get(label)
+        name = f"{label} ({n:,} stores)" if n is not None else label
+        ax.step(np.arange(len(values)), values, where="post", lw=2, label=name)
+    ax.set_xlabel("day")
+    ax.set_ylabel("share of stores alive")
+    ax.set_ylim(0, 1.02)
+    ax.set_xlim(left=0)
+    ax.grid(alpha=0.3)
+    if title:
+        ax.set_title(title, fontsize="small")
+    ax.legend(loc="lower left")
+    return fig
