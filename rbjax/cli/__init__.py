@@ -73,6 +73,30 @@ def _add_run_commands(sub) -> None:
             metavar="N",
             help="stores per jitted call (default: what fits in memory); more stores run chunk by chunk",
         )
+        slices = p.add_argument_group("task slices (snapshots along a run; paired runs from them)")
+        slices.add_argument(
+            "--save-states",
+            default=None,
+            metavar="DIR",
+            help="write every store's state after every --every days into DIR (day_DDD.npz, slices.json)",
+        )
+        slices.add_argument("--every", type=int, default=30, help="--save-states: days between snapshots")
+        slices.add_argument(
+            "--from-states",
+            default=None,
+            metavar="DIR",
+            help="instead of fresh stores: continue every store of DIR's snapshots for --days days, beside "
+            "--reference from the same state with the same random numbers",
+        )
+        slices.add_argument(
+            "--at", default=None, metavar="D1,D2", help="--from-states: the snapshot days used (default: all)"
+        )
+        slices.add_argument(
+            "--reference",
+            choices=[n for n in NAMES if n != "ppo"],
+            default="oracle",
+            help="--from-states: the policy each slice is compared with",
+        )
         add_env_flags(p)
         p.set_defaults(func=run.main)
 
@@ -186,6 +210,12 @@ def main(argv=None) -> None:
             ap.error(f"--{name} must be at most {MAX_STORES:,}, got {getattr(args, name):,}")
     if getattr(args, "records", False) and not getattr(args, "out", None):
         ap.error("--records needs --out DIR (the folder records.npz is written to)")
+    if getattr(args, "from_states", None) and getattr(args, "save_states", None):
+        ap.error("--from-states and --save-states: one or the other (snapshots are saved along fresh runs)")
+    if getattr(args, "at", None) and not getattr(args, "from_states", None):
+        ap.error("--at needs --from-states DIR")
+    if getattr(args, "from_states", None) and getattr(args, "records", False):
+        ap.error("--records: not with --from-states (its results are the per-slice table, slices.csv)")
     if args.func is bench.main:
         bench.check_batches(args.batches, ap.error)
     cores = os.cpu_count() or 1
@@ -196,7 +226,8 @@ def main(argv=None) -> None:
     _check_out(getattr(args, "out", None))
     import rbjax
 
-    one_device = args.func in (train.main, agents.main, agents.diagnose)  # keep XLA's multi-threaded kernels
+    agent_commands = (agents.main, agents.diagnose, agents.replay_run, agents.rescore_run)
+    one_device = args.func in (train.main, *agent_commands)  # keep XLA's multi-threaded kernels
     with contextlib.suppress(RuntimeError):  # called from a process that already runs JAX: keep its devices
         rbjax.setup(
             devices=1 if one_device else args.devices,

@@ -3,8 +3,8 @@
 ``--model policy:NAME`` drives an rbjax policy through the tools (``rbjax.agents.policy_agent``); any other
 ``--model`` is a language model behind an OpenAI-compatible endpoint (``--base-url``, the key from
 ``--api-key-env`` or the usual variables), run by ``--framework`` (``rbjax.agents.llm_run``). Writes
-``DIR/store_{s}/`` traces, ``DIR/records.npz`` (every ``DayInfo`` field, [stores, days]) and
-``DIR/{NAME}_stores.csv``, and prints the main table beside the paper's row.
+``DIR/store_{s}/`` traces, ``DIR/records.npz`` (every ``DayInfo`` field, [stores, days]),
+``DIR/{NAME}_stores.csv`` and ``DIR/survival.png``, and prints the main table beside the paper's row.
 
 A fresh run refuses a folder that holds a run (``--overwrite`` replaces it); ``--resume`` continues one
 with the same identity (``run.json``). An endpoint failure, or Ctrl-C, ends the run with one line and a
@@ -21,7 +21,7 @@ import sys
 import time
 
 from rbjax.cli.common import fail, make_env, make_policy
-from rbjax.cli.run import report
+from rbjax.cli.run import report, write_survival
 from rbjax.runners.record_files import atomic_file, save_records
 
 
@@ -46,6 +46,7 @@ def main(args) -> None:
     if args.resume:
         raise fail("--resume: only language-model runs keep checkpoints")
     import jax
+    import numpy as np
 
     from rbjax.agents.run import prepare_folder, run_policy_agents
 
@@ -75,13 +76,20 @@ def main(args) -> None:
     )
     save_records(os.path.join(args.out, "records.npz"), rec)
     settings = dict(model=args.model, framework="policy", stores=args.stores, days=args.days, seed=args.seed)
+    settings["tools"] = {"code_timeout": args.code_timeout, "explicit_news": args.news_text == "explicit"}
     with atomic_file(os.path.join(args.out, "run.json")) as f:
         json.dump(
             settings | {"grouping": args.grouping, "supplier_attempts": args.supplier_attempts}, f, indent=1
         )
     from rbjax.runners import metrics
 
-    report(args, metrics.store_metrics(rec), metrics.net_worth_paths(rec, float(params.initial_funds)))
+    report(
+        args,
+        metrics.store_metrics(rec),
+        metrics.net_worth_paths(rec, float(params.initial_funds)),
+        alive=np.asarray(rec.alive, bool),
+        survival_png="survival.png",
+    )
 
 
 def llm_settings(args):
@@ -193,8 +201,10 @@ def main_llm(args) -> None:
 
 
 def summary(args, rec, tools) -> None:
-    """The main table and the tool and token rates (mean ± sd) beside the paper's run of this model and
-    framework when there is one; the per-store CSV."""
+    """The main table and the tool and token rates (mean ± sd, 95 % CI, min) beside the paper's run of this
+    model and framework when there is one, and the share of stores alive; the per-store CSV and survival.png."""
+    import numpy as np
+
     from rbjax.runners import metrics, paper
 
     table = metrics.store_metrics(rec).join(tools)
@@ -204,9 +214,12 @@ def summary(args, rec, tools) -> None:
         print(f"paper row: none (the paper has no {args.framework} run of this model)")
     columns = metrics.MAIN_TABLE + ("direct_tools_per_day", "total_tools_per_day", "tokens_per_day")
     print(metrics.format_compare(metrics.compare(table, reference, columns, label=label, days=args.days)))
+    alive = np.asarray(rec.alive, bool)
+    print(metrics.format_survival(alive))
     name = re.sub(r"[^A-Za-z0-9_.-]+", "_", args.model)
     with atomic_file(os.path.join(args.out, f"{name}_{args.framework}_stores.csv")) as f:
         table.to_csv(f, index_label="store")
+    write_survival(os.path.join(args.out, "survival.png"), {f"{args.model} ({args.framework})": alive})
     print(f"wrote {args.out}")
     bad = metrics.non_finite_stores(table)
     if len(bad):
@@ -217,7 +230,9 @@ def summary(args, rec, tools) -> None:
 
 def diagnose(args) -> None:
     """``rbjax agents diagnose DIR...``: per run folder run_metrics.csv and four_stage_metrics.csv, a summary
-    beside the paper's row, and one figure of the four stages of every run."""
+    beside the paper's row and the share of stores alive, one figure of the four stages of every run and one of
+    their survival, one line per run (survival_by_run.png beside it: a run's own survival.png is left alone),
+    from each run's records.npz (a run without one is named and left out)."""
     import numpy as np
 
     from rbjax.agents import diagnostics
@@ -232,7 +247,7 @@ def diagnose(args) -> None:
     for run in args.runs:  # the CSVs go into the run folders: check them before any work
         if not os.path.isdir(run) or not os.access(run, os.W_OK):
             raise fail(f"{run}: not a writable run folder")
-    tables, papers = {}, {}
+    tables, papers, curves = {}, {}, {}
     for run in args.runs:
         settings = {}
         if os.path.exists(os.path.join(run, "run.json")):
@@ -249,19 +264,25 @@ def diagnose(args) -> None:
         with atomic_file(os.path.join(run, "four_stage_metrics.csv")) as f:
             table.to_csv(f)
         records = os.path.join(run, "records.npz")
+        model, framework = settings.get("model", "?"), settings.get("framework", "?")
+        label = f"{os.path.basename(os.path.normpath(run))} ({model}, {framework})"
+        alive = None
         if os.path.exists(records):
             with np.load(records) as npz:
                 main_table = metrics.store_metrics(DayInfo(**{k: npz[k] for k in npz.files}))
+                alive = curves[label] = np.asarray(npz["alive"], bool)
             rates = ["direct_tools_per_day", "total_tools_per_day"] + ["tokens_per_day"] * (
                 "tokens_per_day" in table
             )
             with atomic_file(os.path.join(run, "run_metrics.csv")) as f:
                 main_table.join(table[rates]).to_csv(f, index_label="store")
-        model, framework = settings.get("model", "?"), settings.get("framework", "?")
         found = paper.four_stage_row(model, framework)
-        label = f"{os.path.basename(os.path.normpath(run))} ({model}, {framework})"
         print(f"{label}: {len(table)} stores; paper row: {found[0] if found else 'none'}")
         print(diagnostics.format_summary(diagnostics.summarize(table, found[1] if found else None)))
+        if alive is not None:
+            print(metrics.format_survival(alive))
+        else:
+            print(f"survival: no records.npz in {run}, left out of survival_by_run.png")
         tables[label] = table
         if found:
             papers[f"{found[0]}, paper"] = found[1]
@@ -269,7 +290,125 @@ def diagnose(args) -> None:
     figure = os.path.join(out, "four_stages.png")
     with atomic_file(figure, "wb") as f:
         diagnostics.plot_stages(tables, papers).savefig(f, dpi=110, format="png")
+    if curves:
+        write_survival(os.path.join(out, "survival_by_run.png"), curves)
+        figure += f" and {os.path.join(out, 'survival_by_run.png')}"
     print(f"wrote four_stage_metrics.csv and run_metrics.csv in each run folder, and {figure}")
+
+
+def replay_run(args) -> None:
+    """``rbjax agents replay DIR``: the run played again from its traces with no model
+    (``rbjax.agents.replay``); one line per kind of difference and a non-zero exit, or the summary line."""
+    from rbjax.agents import replay
+
+    if args.report and not os.access(os.path.dirname(os.path.abspath(args.report)), os.W_OK):
+        raise fail(f"--report {args.report}: its folder is not writable")
+    news = None if args.news_text is None else args.news_text == "explicit"
+    try:
+        settings = replay.read_settings(args.run)
+        result = replay.replay(args.run, data=args.data, rerun_code=args.rerun_code, explicit_news=news)
+    except ValueError as e:
+        raise fail(str(e)) from None
+    for note in result.notes:
+        print(f"note: {note}")
+    for line in replay.format_mismatches(result.mismatches):
+        print(line)
+    if args.report:
+        content = {
+            "run": os.path.abspath(args.run),
+            "identical": result.identical,
+            "days": result.days,
+            "calls": result.calls,
+            "code_calls_from_trace": result.code_calls,
+            "notes": result.notes,
+            "mismatches": [dataclasses.asdict(m) for m in result.mismatches],
+        }
+        with atomic_file(args.report) as f:
+            json.dump(content, f, indent=1)
+    size = f"{settings['stores']} stores x {settings['days']} days"
+    if result.mismatches:
+        kinds = len({m.kind for m in result.mismatches})
+        more = f" (and {kinds - 1} more kinds above)" if kinds > 1 else ""
+        raise fail(f"replay of {size} differs from the run: {result.mismatches[0]}{more}")
+    checked = (
+        "records identical" if os.path.exists(os.path.join(args.run, "records.npz")) else "no records.npz"
+    )
+    print(f"replay: {size}, {checked}, {result.calls:,} tool calls identical")
+
+
+def rescore_run(args) -> None:
+    """``rbjax agents rescore DIR``: the main table and the four stages rebuilt from the traces (the engine's
+    order-line counters from a replay); rescored CSVs, compared with the run's."""
+    from rbjax.agents import diagnostics, replay
+    from rbjax.runners import metrics, paper
+
+    out = args.out or args.run
+    if not os.path.isdir(args.run):
+        raise fail(f"{args.run}: not a folder")
+    if not os.path.isdir(out) or not os.access(out, os.W_OK):  # checked before any work
+        raise fail(f"{out}: not a writable folder")
+    try:
+        settings = replay.read_settings(args.run)
+        replayed = None
+        if not args.traces_only:
+            news = None if args.news_text is None else args.news_text == "explicit"
+            replayed = replay.replay(args.run, data=args.data, explicit_news=news)
+        table, four = replay.rescore(
+            args.run,
+            engine_columns=not args.traces_only,
+            replayed=replayed,
+            data=args.data,
+            oracle_convention=args.oracle_convention,
+            include_runner=False if args.no_runner_calls else None,
+        )
+    except ValueError as e:
+        raise fail(str(e)) from None
+    rebuilt = "not rebuilt (--traces-only)" if args.traces_only else "from a replay of the recorded calls"
+    print(f"rescore: {', '.join(replay.TRACE_COLUMNS)} and the tool rates from the traces alone")
+    print(f"rescore: {', '.join(replay.ENGINE_COLUMNS)}: {rebuilt}")
+    problems = []
+    if replayed is not None and replayed.mismatches:
+        for line in replay.format_mismatches(replayed.mismatches):
+            print(f"replay: {line}")
+        problems.append(f"the replay differs from the run: {replayed.mismatches[0]}")
+    model, framework = str(settings.get("model", "?")), settings.get("framework", "?")
+    if framework == "policy":
+        oracle = model == "policy:oracle"
+        label = "oracle" if oracle else paper.BEST_LLM
+        reference = paper.ORACLE if oracle else paper.LLM_ROWS[paper.BEST_LLM]
+    else:
+        label, reference = paper.run_row(model, framework) or (None, {})
+    columns = metrics.MAIN_TABLE + tuple(c for c in replay.TOOL_COLUMNS[:3] if c in table)
+    cmp = metrics.compare(table, reference, columns, label=label, days=settings["days"])
+    print(metrics.format_compare(cmp))
+    found = paper.four_stage_row(model, framework)
+    print(f"four stages: {len(four)} stores; paper row: {found[0] if found else 'none'}")
+    print(diagnostics.format_summary(diagnostics.summarize(four, found[1] if found else None)))
+    written = {}
+    for name, frame in (("rescored_stores.csv", table), ("rescored_four_stage_metrics.csv", four)):
+        written[name] = os.path.join(out, name)
+        with atomic_file(written[name]) as f:
+            frame.to_csv(f, index_label="store")
+    print(f"wrote {written['rescored_stores.csv']} and {written['rescored_four_stage_metrics.csv']}")
+    previous = (
+        (replay.run_csv(args.run, settings), table),
+        (os.path.join(args.run, "four_stage_metrics.csv"), four),
+    )
+    for path, frame in previous:
+        if path is None or not os.path.exists(path):
+            continue
+        lines = replay.compare_tables(frame, path)
+        print(
+            f"{os.path.basename(path)}: "
+            + ("rescored identically" if not lines else f"{len(lines)} columns differ")
+        )
+        for line in lines:
+            print(f"  {line}")
+        if lines:
+            problems.append(f"{os.path.basename(path)} differs: {lines[0]}")
+    if problems:
+        more = f" (and {len(problems) - 1} more above)" if len(problems) > 1 else ""
+        raise fail(f"rescore of {args.run}: {problems[0]}{more}")
 
 
 def add(sub) -> None:
@@ -368,7 +507,11 @@ def add(sub) -> None:
     doc = "the paper's four-stage diagnostics of agent runs; CSVs and a figure"
     d = command(cmd, "diagnose", help=doc, description=doc)
     d.add_argument("runs", nargs="+", metavar="DIR", help="folders written by `rbjax agents run`")
-    d.add_argument("--out", default=None, help="folder for four_stages.png (default: the first DIR)")
+    d.add_argument(
+        "--out",
+        default=None,
+        help="folder for four_stages.png and survival_by_run.png (default: the first DIR)",
+    )
     d.add_argument(
         "--oracle-convention",
         action="store_true",
@@ -381,3 +524,36 @@ def add(sub) -> None:
     )
     d.add_argument("--data", default=None, help="catalogue folder (default: the shipped catalogue)")
     d.set_defaults(func=diagnose)
+    doc = "play a run again from its traces, no model, and check its records and tool results"
+    rp = command(cmd, "replay", help=doc, description=doc)
+    rp.add_argument("run", metavar="DIR", help="a folder written by `rbjax agents run`")
+    rp.add_argument(
+        "--rerun-code",
+        action="store_true",
+        help="run execute_code snippets again in the sandbox (default: replay the calls they made, "
+        "their output taken from the trace)",
+    )
+    rp.add_argument("--report", default=None, metavar="FILE", help="also write the differences as JSON")
+    doc = "the main table and the four stages rebuilt from a run's traces; rescored CSVs"
+    rs = command(cmd, "rescore", help=doc, description=doc)
+    rs.add_argument("run", metavar="DIR", help="a folder written by `rbjax agents run`")
+    rs.add_argument("--out", default=None, help="folder for the rescored CSVs (default: DIR)")
+    rs.add_argument(
+        "--traces-only",
+        action="store_true",
+        help="no replay: leave out the columns only the engine counts (supplier ranks, refused lines, ...)",
+    )
+    rs.add_argument(
+        "--oracle-convention", action="store_true", help="as `agents diagnose --oracle-convention`"
+    )
+    rs.add_argument("--no-runner-calls", action="store_true", help="as `agents diagnose --no-runner-calls`")
+    for p in (rp, rs):
+        p.add_argument(
+            "--news-text",
+            choices=["vague", "explicit"],
+            default=None,
+            help="the run's news texts (default: run.json's; a policy run's records none: vague)",
+        )
+        p.add_argument("--data", default=None, help="catalogue folder (default: the shipped catalogue)")
+    rp.set_defaults(func=replay_run)
+    rs.set_defaults(func=rescore_run)
