@@ -33,6 +33,14 @@ def main(args) -> None:
     from rbjax.runners.rollout import rollout_chunks
 
     env, params = make_env(args)
+    if getattr(args, "from_states", None):
+        from rbjax.cli.slices import main_from_states
+
+        return main_from_states(args, env)
+    if getattr(args, "save_states", None):
+        from rbjax.cli.slices import check_save_states
+
+        check_save_states(args, env)
     policy, policy_params = make_policy(args, env)
     keys = jax.random.split(jax.random.key(args.seed), args.stores)
     records = "full" if args.records else "summary"
@@ -43,7 +51,7 @@ def main(args) -> None:
     start = time.perf_counter()
     # the writer's scratch files go, whatever happens; the file exists only once every store is in it
     with RecordsWriter(path, args.stores) if path else contextlib.nullcontext() as writer:
-        for chunk in rollout_chunks(
+        for chunk in _chunks(args, env, params, policy, policy_params, keys, records) or rollout_chunks(
             env,
             policy,
             policy_params,
@@ -69,9 +77,24 @@ def main(args) -> None:
     report(args, pd.concat(tables, ignore_index=True), np.concatenate(paths))
 
 
+def _chunks(args, env, params, policy, policy_params, keys, records):
+    """With --save-states: the whole run as one chunk, run in segments with a snapshot after each; else None."""
+    if not getattr(args, "save_states", None):
+        return None
+    from rbjax.cli.slices import run_saving_states
+    from rbjax.runners.rollout import Chunk
+
+    rec = run_saving_states(args, env, params, policy, policy_params, keys, records)
+    return [Chunk(0, args.stores, rec, None)]
+
+
 def outputs(args, records: str | None) -> list[str]:
     """The files a run of ``args`` writes into --out."""
-    files = [os.path.join(args.out, f"{args.policy}_stores.csv"), records]
+    files = [
+        os.path.join(args.out, f"{args.policy}_stores.csv"),
+        os.path.join(args.out, f"{args.policy}_survival.png"),
+        records,
+    ]
     if args.policy == "oracle":
         files.append(os.path.join(args.out, "oracle_net_worth.png"))
     return [f for f in files if f]
@@ -87,22 +110,42 @@ def clear_outputs(out: str, files: list[str]) -> None:
         shutil.rmtree(scratch, ignore_errors=True)
 
 
-def report(args, table, net_worth_paths) -> None:
-    """The main table beside the paper's row; with --out the per-store CSV (and the oracle's plot); a
-    non-zero exit when a store's results are not finite.
+def write_survival(path: str, curves: dict, title: str | None = None) -> None:
+    """The survival figure (``plots.plot_survival``: share of stores alive by day, one line per entry of
+    ``curves``, {label: alive [stores, days]}) as a png at ``path``, written atomically."""
+    from rbjax.runners.plots import plot_survival
+    from rbjax.runners.record_files import atomic_file
 
-    table: ``metrics.store_metrics`` [stores rows]; net_worth_paths: [stores, days + 1].
+    fig = plot_survival(curves, title=title)
+    with atomic_file(path, "wb") as f:
+        fig.savefig(f, dpi=120, format="png")
+
+
+def report(args, table, net_worth_paths, alive=None, survival_png: str | None = None) -> None:
+    """The main table beside the paper's row and the share of stores alive at the end; with --out the
+    per-store CSV, the survival figure (and the oracle's plot); a non-zero exit when a store's results are
+    not finite.
+
+    table: ``metrics.store_metrics`` [stores rows]; net_worth_paths: [stores, days + 1]; alive: [stores, days]
+    (default: from the table's survival_days, a stopped store staying stopped); survival_png: the figure's
+    file name in --out (default ``{policy}_survival.png``).
     """
     from rbjax.runners import metrics, paper
 
     label = "oracle" if args.policy == "oracle" else paper.BEST_LLM
     reference = paper.ORACLE if args.policy == "oracle" else paper.LLM_ROWS[paper.BEST_LLM]
     print(metrics.format_compare(metrics.compare(table, reference, label=label, days=args.days)))
+    if alive is None:
+        alive = metrics.alive_by_day(table["survival_days"], net_worth_paths.shape[1] - 1)
+    print(metrics.format_survival(alive))
     if args.out:
         from rbjax.runners.record_files import atomic_file
 
         with atomic_file(os.path.join(args.out, f"{args.policy}_stores.csv")) as f:
             table.to_csv(f, index_label="store")
+        write_survival(
+            os.path.join(args.out, survival_png or f"{args.policy}_survival.png"), {args.policy: alive}
+        )
         if args.policy == "oracle":
             from rbjax.runners.plots import plot_net_worth
 
