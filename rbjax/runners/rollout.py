@@ -68,6 +68,9 @@ def rollout(
     progress: bool | int = False,
     devices: Sequence[jax.Device] | None = None,
     store_chunk: int | None = None,
+    state=None,
+    first_day: int = 0,
+    days_per_call: int | None = None,
 ):
     """Run ``len(keys)`` stores for ``days`` days.
 
@@ -82,7 +85,8 @@ def rollout(
     store_chunk: stores per jitted call (default: ``auto_store_chunk``, what fits in memory). A larger
     batch runs in chunks, one after another, and its results come back as host (numpy) arrays; every
     store's results are the same in any chunk. For batches whose final states do not fit in host memory,
-    iterate ``rollout_chunks`` instead.
+    iterate ``rollout_chunks`` instead. state, first_day, days_per_call: continue a batch from a state
+    (``rollout_chunks``; ``rbjax.runners.snapshots``).
     Returns (records with leading axes [B, days], final EnvState [B, ...]).
     """
     chunks = list(
@@ -99,6 +103,9 @@ def rollout(
             progress=progress,
             devices=devices,
             store_chunk=store_chunk,
+            state=state,
+            first_day=first_day,
+            days_per_call=days_per_call,
         )
     )
     if len(chunks) == 1:
@@ -429,26 +436,26 @@ def _mesh_map(f, devices: tuple, in_specs):
     return jax.shard_map(f, mesh=mesh, in_specs=in_specs, out_specs=P(STORES), check_vma=False)
 
 
-def observer(env: Env, env_axes, devices: tuple):
-    """jitted [B] ``env.observe`` (cached per env, env axes and devices)."""
-    spec = ("observe", id(env), repr(env_axes), devices)
+def _per_store(name: str, fn, env: Env, env_axes, devices: tuple):
+    """jitted ``vmap(fn)`` over (store, params) of ``env``, sharded over ``devices`` (cached per name, env, env
+    axes and devices; the env is kept alive so its id stays unique)."""
+    spec = (name, id(env), repr(env_axes), devices)
     if spec not in _CACHE:
-        f = jax.vmap(env.observe, in_axes=(0, env_axes))
+        f = jax.vmap(fn, in_axes=(0, env_axes))
         if len(devices) > 1:
             f = _mesh_map(f, devices, (P(STORES), _specs(env_axes)))
         _CACHE[spec] = (env, jax.jit(f))
     return _CACHE[spec][1]
 
 
+def observer(env: Env, env_axes, devices: tuple):
+    """jitted [B] ``env.observe``."""
+    return _per_store("observe", env.observe, env, env_axes, devices)
+
+
 def compiled(env: Env, policy: Policy, records: str, policy_axes, env_axes, devices: tuple = ()):
     """jitted (reset, chunk): repeated rollouts compile once per (env, env axes, devices) for the reset and
     per (env, policy, records, axes, devices) for the days."""
-    reset_spec = ("reset", id(env), repr(env_axes), devices)
-    if reset_spec not in _CACHE:
-        reset = jax.vmap(env.reset, in_axes=(0, env_axes))
-        if len(devices) > 1:
-            reset = _mesh_map(reset, devices, (P(STORES), _specs(env_axes)))
-        _CACHE[reset_spec] = (env, jax.jit(reset))
     spec = (id(env), policy, records, repr(policy_axes), repr(env_axes), devices)
     if spec not in _CACHE:
         advance = jax.vmap(
@@ -460,4 +467,4 @@ def compiled(env: Env, policy: Policy, records: str, policy_axes, env_axes, devi
                 lambda *a: inner(*a, first, days), devices, specs
             )(pp, ep, obs, state, key)
         _CACHE[spec] = (env, jax.jit(advance, static_argnums=(6,), donate_argnums=(2, 3)))
-    return _CACHE[reset_spec][1], _CACHE[spec][1]
+    return _per_store("reset", env.reset, env, env_axes, devices), _CACHE[spec][1]

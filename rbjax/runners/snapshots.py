@@ -45,7 +45,7 @@ from rbjax.config import EnvConfig
 from rbjax.data.catalog import FIELDS, Catalog
 from rbjax.env import Env
 from rbjax.params import EnvParams
-from rbjax.runners.rollout import Policy, rollout_chunks
+from rbjax.runners.rollout import Policy, rollout
 from rbjax.state import EnvState
 
 FORMAT = "rbjax-snapshot"
@@ -346,28 +346,23 @@ def rollout_from(
         raise ValueError(f"days must be an int >= 1, got {days!r}")
     n = int(keys.shape[0])
     _check_state(env, state, n, "state")
-    chunks = list(
-        rollout_chunks(
-            env,
-            policy,
-            policy_params,
-            env_params,
-            keys,
-            int(days),
-            policy_axes=policy_axes,
-            env_axes=env_axes,
-            records=records,
-            progress=progress,
-            devices=devices,
-            store_chunk=n if store_chunk is None else store_chunk,
-            state=state,
-            first_day=day,
-            days_per_call=days_per_call,
-        )
+    return rollout(
+        env,
+        policy,
+        policy_params,
+        env_params,
+        keys,
+        int(days),
+        policy_axes=policy_axes,
+        env_axes=env_axes,
+        records=records,
+        progress=progress,
+        devices=devices,
+        store_chunk=n if store_chunk is None else store_chunk,
+        state=state,
+        first_day=day,
+        days_per_call=days_per_call,
     )
-    if len(chunks) == 1:
-        return chunks[0].records, chunks[0].state
-    return jax.tree.map(lambda *x: np.concatenate(x), *((c.records, c.state) for c in chunks))
 
 
 def resume(env: Env, policy: Policy, policy_params, snapshot: Snapshot, days: int, **kwargs):
