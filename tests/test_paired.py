@@ -104,20 +104,30 @@ def rbjax(line: str):
     return subprocess.run([sys.executable, "-m", "rbjax", *line.split()], capture_output=True, text=True)
 
 
-def test_cli_task_slices(tmp_path, capsys):
+def test_cli_task_slices(env, tmp_path, capsys):
     # the golden fixture's oracle stores and programs (4 stores, 30 days a call): a run saving its states
     # every 30 days gives the plain run's records, bit for bit
-    common = (
-        f"--devices 1 oracle --stores {golden.STORES} --days 90 --seed {golden.SEED} --progress 30 --records"
+    saved = rbjax(
+        f"--devices 1 oracle --stores {golden.STORES} --days 90 --seed {golden.SEED} --progress 30 --records "
+        f"--out {tmp_path / 'saved'} --save-states {tmp_path / 'states'} --every 30"
     )
-    plain = rbjax(f"{common} --out {tmp_path / 'plain'}")
-    saved = rbjax(f"{common} --out {tmp_path / 'saved'} --save-states {tmp_path / 'states'} --every 30")
-    assert plain.returncode == 0 and saved.returncode == 0, saved.stderr
-    assert "wrote 2 snapshots (days 30, 60)" in saved.stdout
-    with np.load(tmp_path / "plain" / "records.npz") as a, np.load(tmp_path / "saved" / "records.npz") as b:
-        assert sorted(a.files) == sorted(b.files)
-        for name in a.files:
-            assert np.array_equal(a[name], b[name], equal_nan=True), name
+    assert saved.returncode == 0 and "wrote 2 snapshots (days 30, 60)" in saved.stdout, saved.stderr
+    oracle, oracle_params = make("oracle")
+    plain, _ = rollout(
+        env,
+        oracle,
+        oracle_params,
+        env.default_params().replace(horizon=np.int32(90)),
+        jax.random.split(jax.random.key(golden.SEED), golden.STORES),
+        days=90,
+        records="full",
+        days_per_call=30,
+        devices=ONE,
+    )
+    with np.load(tmp_path / "saved" / "records.npz") as got:
+        assert sorted(got.files) == sorted(vars(plain))
+        for name in got.files:
+            assert np.array_equal(got[name], np.asarray(getattr(plain, name)), equal_nan=True), name
     slices = tmp_path / "slices"
     r = rbjax(
         f"--devices 1 run --policy base_stock --from-states {tmp_path / 'states'} --at 30,60 --days 30 "
