@@ -41,6 +41,7 @@ GROUPS = {
     "tests/test_agent_llm.py": "agent-engine",
     "tests/test_agent_resume.py": "agent-engine",
     "tests/test_agent_replay.py": "agent-engine",
+    "tests/test_agent_slices.py": "agent-engine",
 }
 # The order the groups start in (the others follow in file order): the golden programs first, as the other
 # groups reuse them through the cache, then the longest groups, so that the two workers end close together.

@@ -251,10 +251,16 @@ def run_llm_agents(
     settings: dict | None = None,
     progress_seconds: float = 30.0,
     overwrite: bool = False,
+    start=None,
     **tool_options,
 ):
     """Run ``len(keys)`` stores, each by its own ``framework`` agent over the shared ``model`` (a
     ``ChatModel``, or ``fn(store) -> ChatModel``), until their episodes end (``params.horizon`` days).
+
+    start: an ``rbjax.agents.slices.AgentSlice`` (``open_slice``): the agents take over its stores on its day
+    and play its days (``params`` and ``keys`` are then the slice's: pass None); the records are [S, days]
+    from that day on, and the slice counts each morning's decisions that differ from its reference's
+    (``AgentSlice.compare``). Such a run cannot be resumed.
 
     settings: what identifies the run besides what this function sees (``run_identity``); a resumed run
     must match it. overwrite: a fresh run replaces the run in ``out`` (else it refuses a used folder).
@@ -263,6 +269,11 @@ def run_llm_agents(
     does not fit.
     """
     rules, prompts = rules or Rules(), prompts or Prompts()
+    if start is not None:
+        if resume:
+            raise ValueError("--resume: a run started from a slice (--from-states) cannot be resumed")
+        params, keys = start.params, start.keys
+        settings = {"from_states": True, "at": start.day, "days": start.days, **(settings or {})}
     identity = run_identity(env, params, keys, framework, rules, prompts, tool_options, settings)
     if resume:
         check_resume(out, identity)
@@ -270,7 +281,7 @@ def run_llm_agents(
     if not resume:
         with atomic_file(os.path.join(out, "run.json")) as f:
             json.dump(identity, f, indent=1)
-    engine = AgentEngine(env, params, keys)
+    engine = AgentEngine(env, params, keys) if start is None else start.engine
     engine.keep_rows = True
     saved = {}
     if resume:
@@ -279,9 +290,13 @@ def run_llm_agents(
             if content is not None:
                 saved[s] = content
         engine.set_rows({s: c["engine"] for s, c in saved.items()})
-    stores = make_stores(
-        engine, out, resume_at={s: c["files"]["tool_calls"] for s, c in saved.items()}, **tool_options
-    )
+    if start is None:
+        stores = make_stores(
+            engine, out, resume_at={s: c["files"]["tool_calls"] for s, c in saved.items()}, **tool_options
+        )
+    else:
+        stores = start.stores
+        start.attach_traces(out)
     records = {s.store: [] for s in stores}
     agents = {}
     for store in stores:
@@ -318,12 +333,19 @@ def run_llm_agents(
         done={s: len(rec) for s, rec in records.items()},
     )
     paused = {}
-    asyncio.run(run_async(engine, stores, agents, progress=counter, records=records, paused=paused))
+    stop = None if start is None else start.stop
+    asyncio.run(
+        run_async(engine, stores, agents, progress=counter, records=records, paused=paused, stop=stop)
+    )
     if progress_seconds:
         counter.print()
     if paused:
-        raise RunPaused(pause_message(paused, len(stores), getattr(model, "base_url", None)))
-    return stack_records(records, int(params.horizon)), tool_token_table(out, len(stores)), inner
+        message = pause_message(paused, len(stores), getattr(model, "base_url", None))
+        if start is not None:
+            message = message.replace("continue with --resume", "a slice run cannot be resumed: run it again")
+        raise RunPaused(message)
+    rec = stack_records(records, int(params.horizon)) if start is None else start.stack(records)
+    return rec, tool_token_table(out, len(stores)), inner
 
 
 def pause_message(paused: dict, stores: int, endpoint: str | None = None) -> str:

@@ -124,6 +124,11 @@ def read_settings(run_dir: str) -> dict:
         raise ValueError(f"{path}: not a readable run.json ({e})") from None
     if not isinstance(settings, dict):
         raise ValueError(f"{path}: not a readable run.json (not a JSON object)")
+    if settings.get("from_states"):
+        raise ValueError(
+            f"{run_dir} started from a slice (--from-states, day {settings.get('at')}): its traces begin on that "
+            "day, so it cannot be replayed or rescored from them (diagnose works)"
+        )
     for field in ("stores", "days"):
         if not isinstance(settings.get(field), int) or settings[field] < 1:
             raise ValueError(f"{path}: no {field} (a positive integer) in it")

@@ -198,13 +198,21 @@ class Progress:
 
 
 async def _run_store(
-    store: StoreTools, engine, scheduler, agent: DayAgent, jitter: float, records: list, progress, paused
+    store: StoreTools,
+    engine,
+    scheduler,
+    agent: DayAgent,
+    jitter: float,
+    records: list,
+    progress,
+    paused,
+    stop: int | None = None,
 ):
     s = store.store
     try:
         while True:
             today = engine.today(s)
-            if today.done:
+            if today.done or (stop is not None and today.day >= stop):
                 return
             played = len(records)
             try:
@@ -236,6 +244,7 @@ async def run_async(
     progress: int | Progress = 0,
     records: dict | None = None,
     paused: dict | None = None,
+    stop: int | None = None,
 ):
     """Run every store until its episode ends or its agent raises ``StorePaused``; returns {store: [(day,
     DayInfo row), ...]}.
@@ -243,6 +252,7 @@ async def run_async(
     agents: {store: DayAgent}, or ``async act(store_tools, today)`` for every store (``CallsAgent``; the
     runner ends the day). progress: a ``Progress``, or a line every N days (0: none). records: the days
     already played (a resumed run), extended in place. paused: filled with {store: (1-based day, why)}.
+    stop: a store also stops on the morning of this day (days since opening; None: at its episode's end).
     """
     scheduler = DayScheduler(engine)
     counter = progress if isinstance(progress, Progress) else Progress(len(stores), progress)
@@ -256,7 +266,9 @@ async def run_async(
     try:
         await asyncio.gather(
             *(
-                _run_store(s, engine, scheduler, agents[s.store], jitter, records[s.store], counter, paused)
+                _run_store(
+                    s, engine, scheduler, agents[s.store], jitter, records[s.store], counter, paused, stop
+                )
                 for s in stores
             )
         )
@@ -267,15 +279,15 @@ async def run_async(
     return records
 
 
-def stack_records(records: dict, days: int) -> DayInfo:
-    """{store: [(day, DayInfo row)]} -> DayInfo [B, days]; days after a store's end are recorded as
-    ``rollout`` records them (zeros, funds and net worth held, alive False)."""
+def stack_records(records: dict, days: int, first: int = 0) -> DayInfo:
+    """{store: [(day, DayInfo row)]} -> DayInfo [B, days] of the days first .. first + days - 1; days after a
+    store's end are recorded as ``rollout`` records them (zeros, funds and net worth held, alive False)."""
     rows = []
     for s in sorted(records):
         got = dict(records[s])
         last = got[max(got)]
         dead = jax.tree.map(np.zeros_like, last).replace(funds=last.funds, net_worth=last.net_worth)
-        rows.append([got.get(d, dead) for d in range(days)])
+        rows.append([got.get(d, dead) for d in range(first, first + days)])
     return jax.tree.map(
         lambda *x: np.stack(x).reshape(len(rows), days, *x[0].shape), *[r for row in rows for r in row]
     )

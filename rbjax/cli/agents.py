@@ -41,10 +41,17 @@ def main(args) -> None:
     if not args.code_timeout > 0:
         raise fail(f"--code-timeout must be > 0 seconds, got {args.code_timeout}")
     args.policy = model_policy(args.model)
+    if args.from_states:
+        if args.resume:
+            raise fail("--resume: a run from --from-states cannot be resumed; run it again (--overwrite)")
+    else:
+        fresh_defaults(args)
     if args.policy is None:
         return main_llm(args)
     if args.resume:
         raise fail("--resume: only language-model runs keep checkpoints")
+    if args.from_states:
+        return main_policy_slice(args)
     import jax
     import numpy as np
 
@@ -90,6 +97,189 @@ def main(args) -> None:
         alive=np.asarray(rec.alive, bool),
         survival_png="survival.png",
     )
+
+
+FRESH = {"stores": 8, "days": 180, "grouping": "20", "supplier_attempts": 50}  # left None by the parser
+
+
+def fresh_defaults(args) -> None:
+    """The defaults of a run of fresh stores (with --from-states the slices' run gives them instead)."""
+    if args.reference is not None:
+        raise fail("--reference needs --from-states DIR (the slices compared with it)")
+    for name, value in FRESH.items():
+        if getattr(args, name) is None:
+            setattr(args, name, value)
+
+
+def open_from_states(args):
+    """(env, AgentSlice) for --from-states DIR --at D: the env of the slices' run (its slices.json: grouping,
+    supplier attempts, data), the snapshot's first --stores stores brought to day D by the slices' policy
+    through the tools. Fills args.stores, args.days, args.seed, args.reference. One-line errors."""
+    import argparse
+
+    import numpy as np
+
+    from rbjax import policies
+    from rbjax.agents.slices import open_slice
+    from rbjax.cli.slices import SLICES, slice_files
+    from rbjax.runners import snapshots
+
+    folder = args.from_states
+    files = slice_files(folder, args.at)
+    if len(files) > 1:
+        days = ", ".join(str(d) for d, _ in files)
+        if args.at:
+            raise fail(f"--at {args.at}: agents start from one day (one of {days})")
+        raise fail(f"--at D is needed: {folder} holds snapshots of days {days}")
+    (day, path), manifest_path = files[0], os.path.join(folder, SLICES)
+    if not os.path.exists(manifest_path):
+        raise fail(
+            f"--from-states {folder}: no {SLICES} (the folder `rbjax run --save-states` writes has one)"
+        )
+    try:
+        with open(manifest_path) as f:
+            manifest = json.load(f)
+        source = manifest["policy"]
+        made = {k: manifest[k] for k in ("grouping", "supplier_attempts", "seed")}
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise fail(f"{manifest_path}: not a readable slices manifest ({type(e).__name__}: {e})") from None
+    for name in ("grouping", "supplier_attempts"):  # the env must be the one the slices were made in
+        given = getattr(args, name)
+        if given is not None and given != made[name]:
+            flag = "--" + name.replace("_", "-")
+            raise fail(
+                f"{flag} {given}: the slices in {folder} were made with {flag} {made[name]} (leave it out)"
+            )
+        setattr(args, name, made[name])
+    if args.seed not in (0, made["seed"]):
+        raise fail(
+            f"--seed {args.seed}: the slices in {folder} are stores of --seed {made['seed']} (leave it out)"
+        )
+    args.seed = made["seed"]
+    if args.data is None:
+        args.data = manifest.get("data")
+    env, _ = make_env(argparse.Namespace(**{**vars(args), "days": manifest.get("days", 180)}))
+    try:
+        snap = snapshots.load(path, env)
+    except ValueError as e:
+        raise fail(str(e)) from None
+    if args.stores is None:
+        args.stores = snap.num_stores
+    elif args.stores > snap.num_stores:
+        raise fail(
+            f"--stores {args.stores}: the snapshot of day {day} in {folder} holds {snap.num_stores} stores"
+        )
+    horizon = int(np.max(np.asarray(snap.env_params(env).horizon)))
+    if args.days is None:
+        args.days = horizon - day
+    if args.days < 1 or day + args.days > horizon:
+        raise fail(
+            f"--days {args.days}: a slice from day {day} runs past the stores' horizon ({horizon} days): "
+            f"at most {horizon - day} days from this snapshot"
+        )
+    try:
+        policy, policy_params = policies.make(
+            source, env, manifest.get("checkpoint"), manifest.get("greedy", False)
+        )
+    except ValueError as e:
+        raise fail(f"--from-states {folder}: its policy {source}: {e}") from None
+    args.reference = args.reference or "oracle"
+    print(
+        f"slice: day {day} of {folder}, {args.stores} stores; replaying {day} days of {source} through the tools"
+    )
+    try:
+        sl = open_slice(
+            env,
+            snap,
+            policy,
+            policy_params,
+            days=args.days,
+            stores=args.stores,
+            reference=policies.make(args.reference, env),
+            progress=args.progress,
+            explicit_news=args.news_text == "explicit",
+            code_timeout=args.code_timeout,
+        )
+    except ValueError as e:
+        raise fail(str(e)) from None
+    args.source_policy, args.at = source, day
+    return env, sl
+
+
+def slice_settings(args) -> dict:
+    """What run.json records of a run from --from-states (its identity)."""
+    return {
+        "from_states": os.path.abspath(args.from_states),
+        "at": args.at,
+        "reference": args.reference,
+        "source_policy": args.source_policy,
+        "stores": args.stores,
+        "days": args.days,
+    }
+
+
+def main_policy_slice(args) -> None:
+    """``--model policy:NAME --from-states DIR``: the policy through the tools from the slice's day on."""
+    from rbjax.agents.run import prepare_folder
+    from rbjax.agents.slices import run_policy_slice
+
+    try:
+        prepare_folder(args.out, overwrite=args.overwrite)
+    except ValueError as e:
+        raise fail(str(e)) from None
+    env, sl = open_from_states(args)
+    policy, policy_params = make_policy(args, env)
+    start = time.perf_counter()
+    rec = run_policy_slice(sl, policy, policy_params, out=args.out, progress=args.progress)
+    elapsed = time.perf_counter() - start
+    print(
+        f"{args.model} through the tools, {args.stores} stores x {args.days} days from day {sl.day} "
+        f"({elapsed:.1f} s including compilation)"
+    )
+    save_records(os.path.join(args.out, "records.npz"), rec)
+    settings = dict(model=args.model, framework="policy", seed=args.seed)
+    settings["tools"] = {"code_timeout": args.code_timeout, "explicit_news": args.news_text == "explicit"}
+    settings |= {"grouping": args.grouping, "supplier_attempts": args.supplier_attempts} | slice_settings(
+        args
+    )
+    with atomic_file(os.path.join(args.out, "run.json")) as f:
+        json.dump(settings, f, indent=1)
+    slice_summary(args, rec, None, sl, f"{args.policy}_stores.csv")
+
+
+def slice_summary(args, rec, tools, sl, csv: str) -> None:
+    """A slice run's results: its main table over the slice's days (no paper row: the paper's runs start at
+    the opening), the share of stores alive, and the paired comparison with the reference (printed; and
+    slices.csv, paired.png, the per-store CSV and survival.png in --out)."""
+    import numpy as np
+
+    from rbjax.runners import metrics, paired
+
+    table = metrics.store_metrics(rec)
+    if tools is not None:
+        table = table.join(tools)
+    columns = metrics.MAIN_TABLE + tuple(
+        c for c in ("direct_tools_per_day", "total_tools_per_day", "tokens_per_day") if c in table
+    )
+    print(f"days {sl.day + 1}-{sl.stop} (a slice of {args.days} days from day {sl.day}; no paper row)")
+    print(metrics.format_compare(metrics.compare(table, {}, columns, label=None)))
+    alive = np.asarray(rec.alive, bool)
+    print(metrics.format_survival(alive))
+    pairs = sl.compare(rec)
+    print(paired.format_summary(paired.summarize(pairs), args.model, args.reference, args.days))
+    with atomic_file(os.path.join(args.out, csv)) as f:
+        table.to_csv(f, index_label="store")
+    with atomic_file(os.path.join(args.out, "slices.csv")) as f:
+        pairs.to_csv(f, index=False)
+    with atomic_file(os.path.join(args.out, "paired.png"), "wb") as f:
+        paired.plot(pairs, args.model, args.reference, args.days).savefig(f, dpi=110, format="png")
+    write_survival(os.path.join(args.out, "survival.png"), {args.model: alive})
+    print(f"wrote {args.out}")
+    bad = metrics.non_finite_stores(table)
+    if len(bad):
+        raise fail(
+            f"{len(bad)} stores ended with a non-finite net worth or count (stores {bad[:8].tolist()})"
+        )
 
 
 def llm_settings(args):
@@ -151,8 +341,19 @@ def main_llm(args) -> None:
     from rbjax.agents.llm_run import RunPaused, run_llm_agents
 
     model_args, rules, prompts = llm_settings(args)
-    env, params = make_env(args)
-    keys = jax.random.split(jax.random.key(args.seed), args.stores)
+    sl = None
+    if args.from_states:
+        from rbjax.agents.run import prepare_folder
+
+        try:  # before the warm-up: a used folder is refused at once
+            prepare_folder(args.out, overwrite=args.overwrite)
+        except ValueError as e:
+            raise fail(str(e)) from None
+        env, sl = open_from_states(args)
+        params = keys = None
+    else:
+        env, params = make_env(args)
+        keys = jax.random.split(jax.random.key(args.seed), args.stores)
     settings = (
         dict(  # with what run_llm_agents adds, the run's identity (stream and concurrency change nothing)
             model=args.model,
@@ -164,6 +365,8 @@ def main_llm(args) -> None:
             context_tokens=args.context_tokens,
         )
     )
+    if sl is not None:
+        settings |= slice_settings(args)
     start = time.perf_counter()
     try:
         rec, tools, agents = run_llm_agents(
@@ -181,14 +384,13 @@ def main_llm(args) -> None:
             overwrite=args.overwrite,
             explicit_news=args.news_text == "explicit",
             code_timeout=args.code_timeout,
+            start=sl,
         )
     except (ValueError, RunPaused) as e:  # a folder that does not fit the run; the endpoint failed
         raise fail(str(e)) from None
     except KeyboardInterrupt:
-        print(
-            f"rbjax: interrupted; the days finished so far are kept in {args.out}: continue with --resume",
-            file=sys.stderr,
-        )
+        then = "continue with --resume" if sl is None else "a slice run cannot be resumed: run it again"
+        print(f"rbjax: interrupted; the days finished so far are kept in {args.out}: {then}", file=sys.stderr)
         raise SystemExit(130) from None
     elapsed = time.perf_counter() - start
     print(
@@ -197,6 +399,9 @@ def main_llm(args) -> None:
         f"{tools['requests'].sum():,} requests in the run)"
     )
     save_records(os.path.join(args.out, "records.npz"), rec)
+    if sl is not None:
+        name = re.sub(r"[^A-Za-z0-9_.-]+", "_", args.model)
+        return slice_summary(args, rec, tools, sl, f"{name}_{args.framework}_stores.csv")
     summary(args, rec, tools)
 
 
@@ -414,6 +619,7 @@ def rescore_run(args) -> None:
 def add(sub) -> None:
     from rbjax.agents.frameworks import FRAMEWORKS
     from rbjax.cli.common import add_env_flags, command
+    from rbjax.policies import NAMES
 
     p = sub.add_parser("agents", help="run stores through the RetailBench agent tools")
     cmd = p.add_subparsers(dest="agents_command", required=True)
@@ -424,7 +630,12 @@ def add(sub) -> None:
         required=True,
         help="a model name served at --base-url, or policy:NAME (an rbjax policy driven through the tools)",
     )
-    r.add_argument("--stores", type=int, default=8, help="stores run, each by its own agent")
+    r.add_argument(
+        "--stores",
+        type=int,
+        default=None,
+        help="stores run, each by its own agent (default: 8; with --from-states: the snapshot's stores)",
+    )
     r.add_argument("--out", required=True, help="folder for the traces, records.npz and the per-store CSV")
     r.add_argument(
         "--overwrite",
@@ -502,8 +713,30 @@ def add(sub) -> None:
         help="explicit: headlines tell the strength",
     )
     r.add_argument("--code-timeout", type=float, default=30.0, help="seconds an execute_code call may run")
+    sl = r.add_argument_group("task slices (an agent takes over stores mid-episode)")
+    sl.add_argument(
+        "--from-states",
+        default=None,
+        metavar="DIR",
+        help="start from a snapshot of `rbjax run --save-states DIR`: its first --stores stores, brought to "
+        "day --at by replaying the slices' policy through the tools, for --days days (default: to the "
+        "horizon), beside --reference from the same state with the same random numbers",
+    )
+    sl.add_argument(
+        "--at",
+        default=None,
+        metavar="D",
+        help="--from-states: the snapshot's day (needed when DIR has several)",
+    )
+    sl.add_argument(
+        "--reference",
+        choices=[n for n in NAMES if n != "ppo"],
+        default=None,
+        help="--from-states: the policy the agent's decisions and results are compared with (default: oracle)",
+    )
     add_env_flags(r)
-    r.set_defaults(func=main)
+    # given or not: --from-states takes these from the slices' run, a fresh run from FRESH
+    r.set_defaults(func=main, days=None, grouping=None, supplier_attempts=None)
     doc = "the paper's four-stage diagnostics of agent runs; CSVs and a figure"
     d = command(cmd, "diagnose", help=doc, description=doc)
     d.add_argument("runs", nargs="+", metavar="DIR", help="folders written by `rbjax agents run`")
