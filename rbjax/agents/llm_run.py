@@ -202,11 +202,12 @@ def _flat(d: dict, prefix: str = "") -> dict:
     return out
 
 
-def read_run_json(out: str) -> dict:
-    """The identity a run folder holds; one-line errors for a missing or unreadable ``run.json``."""
+def read_run_json(out: str, missing: str = "this folder holds no run to --resume") -> dict:
+    """The identity a run folder holds; one-line errors for a missing (``missing`` says why it matters) or
+    unreadable ``run.json``."""
     path = os.path.join(out, "run.json")
     if not os.path.exists(path):
-        raise ValueError(f"--resume: {path} not found; this folder holds no run to resume")
+        raise ValueError(f"{path} not found: {missing}")
     try:
         with open(path) as f:
             saved = json.load(f)

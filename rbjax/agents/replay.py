@@ -38,6 +38,7 @@ import numpy as np
 import pandas as pd
 
 from rbjax.agents import diagnostics
+from rbjax.agents.llm_run import read_run_json
 from rbjax.agents.trace import TIMING_FIELDS, TraceWriter, read, record
 from rbjax.runners import metrics
 from rbjax.runners.records import DaySummary
@@ -115,15 +116,7 @@ def read_settings(run_dir: str) -> dict:
     if not os.path.isdir(run_dir):
         raise ValueError(f"{run_dir}: not a folder")
     path = os.path.join(run_dir, "run.json")
-    if not os.path.exists(path):
-        raise ValueError(f"{path} not found: {run_dir} holds no agents run (a folder of `rbjax agents run`)")
-    try:
-        with open(path) as f:
-            settings = json.load(f)
-    except (OSError, ValueError) as e:
-        raise ValueError(f"{path}: not a readable run.json ({e})") from None
-    if not isinstance(settings, dict):
-        raise ValueError(f"{path}: not a readable run.json (not a JSON object)")
+    settings = read_run_json(run_dir, f"{run_dir} holds no agents run (a folder of `rbjax agents run`)")
     if settings.get("from_states"):
         raise ValueError(
             f"{run_dir} started from a slice (--from-states, day {settings.get('at')}): its traces begin on that "
