@@ -202,7 +202,7 @@ def _flat(d: dict, prefix: str = "") -> dict:
     return out
 
 
-def read_run_json(out: str, missing: str = "this folder holds no run to --resume") -> dict:
+def read_run_json(out: str, missing: str = "this folder holds no run to resume (--resume)") -> dict:
     """The identity a run folder holds; one-line errors for a missing (``missing`` says why it matters) or
     unreadable ``run.json``."""
     path = os.path.join(out, "run.json")
