@@ -96,3 +96,12 @@ def step(env):
 @pytest.fixture(scope="session")
 def reset(env):
     return jax.jit(env.reset)
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _release_compiled_programs():
+    """Drop every compiled program after each test file: a worker that keeps hundreds of XLA:CPU executables
+    alive crashed inside XLA's compiler late in the suite (its memory maps add up); the next file loads what
+    it shares from the persistent cache."""
+    yield
+    jax.clear_caches()
