@@ -50,19 +50,13 @@ def run_saving_states(args, env, params, policy, policy_params, keys, records: s
     import numpy as np
 
     from rbjax.runners import snapshots
-    from rbjax.runners.rollout import rollout_chunks
-
-    def whole(chunks):
-        chunks = list(chunks)
-        return jax.tree.map(
-            lambda *x: np.concatenate([np.asarray(y) for y in x]), *((c.records, c.state) for c in chunks)
-        )
+    from rbjax.runners.rollout import rollout
 
     state, day, parts, files = None, 0, [], {}
     while day < args.days:
         length = min(args.every, args.days - day)
-        rec, state = whole(
-            rollout_chunks(
+        rec, state = jax.device_get(
+            rollout(
                 env,
                 policy,
                 policy_params,
@@ -72,7 +66,6 @@ def run_saving_states(args, env, params, policy, policy_params, keys, records: s
                 records=records,
                 progress=args.progress,
                 store_chunk=args.store_chunk,
-                to_host=True,
                 state=state,
                 first_day=day,
             )

@@ -24,7 +24,7 @@ import pandas as pd
 from rbjax.env import Env
 from rbjax.runners import stats
 from rbjax.runners.records import summarize as summarize_day
-from rbjax.runners.rollout import Policy
+from rbjax.runners.rollout import Policy, observer
 from rbjax.runners.snapshots import Snapshot, rollout_from
 from rbjax.state import Action, EnvState
 
@@ -127,7 +127,7 @@ def compare(
         state = jax.device_put(jax.tree.map(lambda x: np.asarray(x)[take], snapshot.state), device)
         keys = jax.device_put(snapshot.keys[jnp.asarray(take)], device)
         k_run = jax.vmap(lambda k: jax.random.split(k)[1])(keys)
-        obs = jax.vmap(env.observe, in_axes=(0, None))(state, params)
+        obs = observer(env, None, (device,))(state, params)
         (_, _), (mine, gaps) = program(
             policy_params, reference_params, params, obs, state, k_run, jnp.int32(snapshot.day), int(days)
         )
