@@ -147,6 +147,26 @@ def test_running_stats_match_numpy():
     np.testing.assert_allclose(np.asarray(stats.var), x.var(0), rtol=1e-3)
 
 
+def test_rows_and_store_layer_is_the_dense_layer_on_the_concatenation():
+    import flax.linen as nn
+
+    from rbjax.rl.network import RowsAndStore
+
+    rows = jax.random.normal(jax.random.key(1), (96, 7))
+    store = jax.random.normal(jax.random.key(2), (3,))
+    dense, split = nn.Dense(4), RowsAndStore(4)
+    params = dense.init(jax.random.key(0), jnp.zeros((96, 10)))
+    # the same parameters (a checkpoint of one loads in the other) and the same initial values
+    assert jax.tree.map(jnp.shape, split.init(jax.random.key(0), rows, store)) == jax.tree.map(
+        jnp.shape, params
+    )
+    params = jax.tree.map(
+        lambda x: x + jax.random.normal(jax.random.key(3), x.shape), params
+    )  # a nonzero bias
+    expected = dense.apply(params, jnp.concatenate([rows, jnp.broadcast_to(store, (96, 3))], -1))
+    np.testing.assert_allclose(split.apply(params, rows, store), expected, rtol=1e-5, atol=1e-5)
+
+
 def test_config_errors():
     with pytest.raises(ValueError, match="minibatches"):
         ppo.PPOConfig(num_envs=30, minibatches=4)

@@ -15,6 +15,7 @@ import collections
 import gzip
 import json
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 import jax
@@ -51,12 +52,25 @@ def profile_day(
         return obs, state
 
     day = jax.jit(one_day).lower(params, obs, state, keys).compile()
-    hlo = day.as_text()
+    carry = [obs, state]
+
+    def call():
+        carry[:] = jax.block_until_ready(day(params, *carry, keys))
+
+    return kernel_profile(day, call, repeats, out)
+
+
+def kernel_profile(compiled, call: Callable[[], object], repeats: int, out: Path) -> pd.DataFrame:
+    """Kernel table of a compiled program: ``call()`` runs ``compiled`` (a ``jax.stages.Compiled``) once and
+    waits for it; after a first untimed call (allocations), ``repeats`` calls run under
+    ``jax.profiler.trace`` (the trace goes to ``out/trace``). Returns one row per kernel, sorted by time:
+    kernel, calls and ms (per call of the program), share (of its kernel time), source (``kernel_sources``)."""
+    hlo = compiled.as_text()
     module = re.match(r"HloModule ([^\s,]+)", hlo).group(1)
-    jax.block_until_ready(day(params, obs, state, keys))  # first call: allocations, not in the trace
+    call()
     with jax.profiler.trace(str(out / "trace")):
         for _ in range(repeats):
-            obs, state = jax.block_until_ready(day(params, obs, state, keys))
+            call()
     table = trace_kernels(out / "trace", module)
     table["calls"] = table.calls / repeats
     table["ms"] = table.ms / repeats

@@ -24,8 +24,32 @@ ORDER_PRIOR = (0.5, 0.0, 0.5, 1.0, 0.5, 0.0)
 SHELF_PRIOR = 1.0
 
 
-def _dense(n: int, scale: float = np.sqrt(2.0)):
-    return nn.Dense(n, kernel_init=nn.initializers.orthogonal(scale), bias_init=nn.initializers.zeros)
+def _init(scale: float):
+    return nn.initializers.orthogonal(scale)
+
+
+def _dense(n: int, name: str, scale: float = np.sqrt(2.0)):
+    return nn.Dense(n, kernel_init=_init(scale), bias_init=nn.initializers.zeros, name=name)
+
+
+class RowsAndStore(nn.Module):
+    """``nn.Dense`` applied to ``concat([rows, broadcast(store)])`` without building it.
+
+    rows [J, a], store [b] -> [J, features]. The store's part of the product (the same for every row) is
+    computed once: the layer costs a x features multiply-adds a row instead of (a + b) x features. Its
+    parameters are those of the ``nn.Dense`` it replaces (kernel [a + b, features], bias), so checkpoints
+    of either load in the other.
+    """
+
+    features: int
+    scale: float = np.sqrt(2.0)
+
+    @nn.compact
+    def __call__(self, rows: jax.Array, store: jax.Array) -> jax.Array:
+        a = rows.shape[-1]
+        kernel = self.param("kernel", _init(self.scale), (a + store.shape[-1], self.features), rows.dtype)
+        bias = self.param("bias", nn.initializers.zeros, (self.features,), rows.dtype)
+        return rows @ kernel[:a] + (store @ kernel[a:] + bias)
 
 
 class ActorCritic(nn.Module):
@@ -36,19 +60,18 @@ class ActorCritic(nn.Module):
 
     @nn.compact
     def __call__(self, products: jax.Array, glob: jax.Array) -> tuple[Heads, jax.Array]:
-        J = products.shape[0]
-        g = jnp.broadcast_to(glob, (J, glob.shape[-1]))
-        h = nn.tanh(_dense(self.hidden)(jnp.concatenate([products, g], -1)))
-        h = nn.tanh(_dense(self.hidden)(h))
+        H = self.hidden
+        h = nn.tanh(RowsAndStore(H, name="Dense_0")(products, glob))
+        h = nn.tanh(_dense(H, "Dense_1")(h))
         context = h.mean(0)
-        z = nn.tanh(_dense(self.hidden)(jnp.concatenate([h, jnp.broadcast_to(context, h.shape)], -1)))
+        z = nn.tanh(RowsAndStore(H, name="Dense_2")(h, context))
         log_std = self.param("shelf_log_std", nn.initializers.constant(-0.5), ())
         heads = Heads(
-            price=_dense(PRICE_OPTIONS, 0.01)(z) + jnp.asarray(PRICE_PRIOR),
-            order=_dense(len(COVER_DAYS), 0.01)(z) + jnp.asarray(ORDER_PRIOR),
-            supplier=_dense(self.num_suppliers, 0.01)(z),
-            shelf_mean=_dense(1, 0.01)(z)[:, 0] + SHELF_PRIOR * products[:, HISTORY_PROFIT],
+            price=_dense(PRICE_OPTIONS, "Dense_3", 0.01)(z) + jnp.asarray(PRICE_PRIOR),
+            order=_dense(len(COVER_DAYS), "Dense_4", 0.01)(z) + jnp.asarray(ORDER_PRIOR),
+            supplier=_dense(self.num_suppliers, "Dense_5", 0.01)(z),
+            shelf_mean=_dense(1, "Dense_6", 0.01)(z)[:, 0] + SHELF_PRIOR * products[:, HISTORY_PROFIT],
             shelf_log_std=jnp.clip(log_std, -3.0, 1.0),
         )
-        v = nn.tanh(_dense(self.hidden)(jnp.concatenate([h, jnp.broadcast_to(context, h.shape), g], -1)))
-        return heads, _dense(1, 1.0)(v)[:, 0]
+        v = nn.tanh(RowsAndStore(H, name="Dense_7")(h, jnp.concatenate([context, glob])))
+        return heads, _dense(1, "Dense_8", 1.0)(v)[:, 0]

@@ -157,23 +157,28 @@ def initial_policy(env: Env, config: PPOConfig, key: jax.Array) -> PPOPolicyPara
     )
 
 
-def make_train(env: Env, config: PPOConfig, progress: Callable | None = None):
-    """Returns ``train(key, env_params, init=None) -> (Runner, metrics)``; jit it (or vmap it over keys or
-    params). metrics: dict of [num_updates] arrays. ``init``: a trained ``PPOPolicyParams`` to continue from
-    (its weights and observation statistics; the optimiser and the return scale start afresh).
+@dataclasses.dataclass(frozen=True)
+class Parts:
+    """The pieces of one PPO update, each a pure function (``make_parts``); ``make_train`` composes them and
+    ``benchmarks/ppo_speed.py`` times them one by one.
 
-    progress: optional host callback ``progress(update_index, metrics_of_that_update)`` (jax.debug.callback;
-    a program with a host callback is not kept in JAX's persistent compilation cache).
+    collect(runner, pool, env_params) -> (runner, (Transition [T, B], stats [T, B])): T days of B stores.
+    learn(runner, traj) -> (runner, aux [epochs, M]): GAE, then ``epochs`` passes of M minibatches.
+    reset(keys [B], env_params) -> (Observation [B], EnvState [B]): fresh stores (the pool's refill).
     """
+
+    collect: Callable
+    learn: Callable
+    reset: Callable
+
+
+def make_parts(env: Env, config: PPOConfig) -> Parts:
+    """The update's parts for ``env`` and ``config`` (see ``Parts``)."""
     B, T, M = config.num_envs, config.num_steps, config.minibatches
     F, G = feature_sizes(env.config.num_suppliers)
     net = network(env.config.num_suppliers, config.hidden)
     reset = jax.vmap(env.reset, in_axes=(0, None))
     step = jax.vmap(env.step, in_axes=(0, 0, 0, None))
-
-    def lr(count):
-        frac = 1.0 - (count // (M * config.epochs)) / config.num_updates
-        return config.lr * frac if config.anneal_lr else config.lr
 
     def forward(params, products, glob):
         return jax.vmap(net.apply, in_axes=(None, 0, 0))(params, products, glob)
@@ -275,16 +280,10 @@ def make_train(env: Env, config: PPOConfig, progress: Callable | None = None):
         train, aux = jax.lax.scan(minibatch, train, jax.tree.map(shuffle, data))
         return (train, key), aux
 
-    def update(runner: Runner, index, env_params):
-        key, k_pool = jax.random.split(runner.key)
-        pool = jax.lax.cond(
-            (index % config.pool_every == 0) & (index > 0),
-            lambda: reset(jax.random.split(k_pool, B), env_params),
-            lambda: runner.pool,
-        )
-        runner, (traj, stats) = jax.lax.scan(
-            lambda r, _: env_step(r, pool, env_params), runner.replace(key=key, pool=pool), None, T
-        )
+    def collect(runner: Runner, pool, env_params):
+        return jax.lax.scan(lambda r, _: env_step(r, pool, env_params), runner.replace(pool=pool), None, T)
+
+    def learn(runner: Runner, traj: Transition):
         products, glob = jax.vmap(encode)(runner.obs)
         _, last_value = forward(
             runner.train.params, runner.obs_products.normalize(products), runner.obs_globals.normalize(glob)
@@ -294,7 +293,66 @@ def make_train(env: Env, config: PPOConfig, progress: Callable | None = None):
         (train, _), aux = jax.lax.scan(
             lambda c, _: epoch(c, (traj, adv, target)), (runner.train, k_epochs), None, config.epochs
         )
-        runner = runner.replace(train=train, key=key)
+        return runner.replace(train=train, key=key), aux
+
+    return Parts(collect=collect, learn=learn, reset=reset)
+
+
+def optimizer(config: PPOConfig) -> optax.GradientTransformation:
+    """Adam with global-norm clipping and a linear learning-rate decay over the run; a step whose gradient
+    is not finite is skipped (and counted)."""
+
+    def lr(count):
+        frac = 1.0 - (count // (config.minibatches * config.epochs)) / config.num_updates
+        return config.lr * frac if config.anneal_lr else config.lr
+
+    return optax.apply_if_finite(
+        optax.chain(optax.clip_by_global_norm(config.max_grad_norm), optax.adam(lr, eps=1e-5)),
+        max_consecutive_errors=1_000_000,
+    )
+
+
+def initial_runner(
+    env: Env, config: PPOConfig, key: jax.Array, env_params: EnvParams, init: PPOPolicyParams
+) -> Runner:
+    """The runner ``train(key, env_params, init)`` starts from: B fresh stores (also the first pool), the
+    policy ``init``, a fresh optimiser and return scale."""
+    _, k_reset, k_run = jax.random.split(key, 3)
+    B = config.num_envs
+    obs, state = jax.vmap(env.reset, in_axes=(0, None))(jax.random.split(k_reset, B), env_params)
+    net = network(env.config.num_suppliers, config.hidden)
+    return Runner(
+        train=TrainState.create(apply_fn=net.apply, params=init.net, tx=optimizer(config)),
+        obs_products=init.products,
+        obs_globals=init.globals_,
+        returns=RunningStats.zeros(1),
+        ret_acc=jnp.zeros((B, env.config.num_products), env.config.float_dtype),
+        obs=obs,
+        state=state,
+        pool=(obs, state),
+        key=k_run,
+    )
+
+
+def make_train(env: Env, config: PPOConfig, progress: Callable | None = None):
+    """Returns ``train(key, env_params, init=None) -> (Runner, metrics)``; jit it (or vmap it over keys or
+    params). metrics: dict of [num_updates] arrays. ``init``: a trained ``PPOPolicyParams`` to continue from
+    (its weights and observation statistics; the optimiser and the return scale start afresh).
+
+    progress: optional host callback ``progress(update_index, metrics_of_that_update)`` (jax.debug.callback;
+    a program with a host callback is not kept in JAX's persistent compilation cache).
+    """
+    parts = make_parts(env, config)
+
+    def update(runner: Runner, index, env_params):
+        key, k_pool = jax.random.split(runner.key)
+        pool = jax.lax.cond(
+            (index % config.pool_every == 0) & (index > 0),
+            lambda: parts.reset(jax.random.split(k_pool, config.num_envs), env_params),
+            lambda: runner.pool,
+        )
+        runner, (traj, stats) = parts.collect(runner.replace(key=key), pool, env_params)
+        runner, aux = parts.learn(runner, traj)
         ended = stats["ended"].sum()
         metrics = dict(
             episodes=ended,
@@ -304,31 +362,14 @@ def make_train(env: Env, config: PPOConfig, progress: Callable | None = None):
             survival=jnp.sum(stats["survived"]) / jnp.maximum(ended, 1),
             invalid_actions=stats["invalid"].sum(),
             nonfinite=stats["nonfinite"].sum(),
-            skipped_steps=train.opt_state.total_notfinite,
+            skipped_steps=runner.train.opt_state.total_notfinite,
             **jax.tree.map(jnp.mean, aux),
         )
         return runner, metrics
 
     def train(key: jax.Array, env_params: EnvParams, init: PPOPolicyParams | None = None):
-        _, k_reset, k_run = jax.random.split(key, 3)
         init = initial_policy(env, config, key) if init is None else init
-        tx = optax.apply_if_finite(
-            optax.chain(optax.clip_by_global_norm(config.max_grad_norm), optax.adam(lr, eps=1e-5)),
-            max_consecutive_errors=1_000_000,
-        )
-        obs, state = reset(jax.random.split(k_reset, B), env_params)
-        f = env.config.float_dtype
-        runner = Runner(
-            train=TrainState.create(apply_fn=net.apply, params=init.net, tx=tx),
-            obs_products=init.products,
-            obs_globals=init.globals_,
-            returns=RunningStats.zeros(1),
-            ret_acc=jnp.zeros((B, env.config.num_products), f),
-            obs=obs,
-            state=state,
-            pool=(obs, state),
-            key=k_run,
-        )
+        runner = initial_runner(env, config, key, env_params, init)
 
         def update_and_report(runner, i):
             runner, metrics = update(runner, i, env_params)

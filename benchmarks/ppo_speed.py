@@ -1,0 +1,149 @@
+"""PPO training speed against the engine's own, at the same batch and policy network, in one run.
+
+    python benchmarks/ppo_speed.py [--stores 512] [--days 16] [--repeats 3]
+
+Times each piece jitted, on its second and later calls (compilation excluded), and prints the medians:
+- engine: T days of B stores under the PPO policy network (encode, forward, sample, decode, step), as
+  ``rbjax.rollout`` runs a trained policy;
+- collect: the update's T days (the same, plus the running statistics, log-probabilities, values and rewards);
+- learn: GAE and the epochs of minibatch gradient steps;
+- reset: refilling the pool with B fresh stores, which ``ppo.make_train`` does every ``pool_every`` updates;
+- train: ``ppo.make_train`` itself over ``pool_every + 1`` updates (one pool refill), the number reported.
+Writes ``ppo_speed.md`` and ``ppo_speed.csv`` into benchmarks/out.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import statistics
+import time
+from pathlib import Path
+
+import jax
+import numpy as np
+import pandas as pd
+from agent_tools import markdown_table
+
+import rbjax
+from rbjax.perf.op_profile import kernel_profile
+from rbjax.rl import ppo
+from rbjax.runners.rollout import compiled
+
+OUT = Path(__file__).parent / "out"
+
+
+def median_time(fn, *args, repeats: int) -> float:
+    """Median wall time of ``fn(*args)`` over ``repeats`` calls after one untimed (compiling) call."""
+    jax.block_until_ready(fn(*args))
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        jax.block_until_ready(fn(*args))
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def profile_learn(learn, runner, traj) -> None:
+    """learn's kernels by rbjax function (``rbjax.perf.op_profile``), into ppo_learn_profile.md/.csv."""
+    program = learn.lower(runner, traj).compile()
+    table = kernel_profile(
+        program, lambda: jax.block_until_ready(program(runner, traj)), 2, OUT / "ppo_trace"
+    )
+    table.to_csv(OUT / "ppo_learn_profile.csv", index=False)
+    by = table.groupby("source").agg(ms=("ms", "sum"), kernels=("kernel", "count"))
+    by = by.sort_values("ms", ascending=False).reset_index()
+    by["share"] = (by.ms / by.ms.sum()).map("{:.1%}".format)
+    by["ms"] = by.ms.map("{:.1f}".format)
+    kinds = table.assign(
+        kind=table.kernel.str.extract(r"^(dot|wrapped_reduce-window)", expand=False).fillna("other")
+    )
+    kinds = kinds.groupby("kind").ms.sum() / table.ms.sum()
+    text = (
+        f"learn: {table.ms.sum():.0f} ms of kernel time an update in {len(table)} kernels; matrix products "
+        f"{kinds.get('dot', 0):.0%}, long reductions (reduce-window) {kinds.get('wrapped_reduce-window', 0):.0%}\n\n"
+        + markdown_table(by.head(12))
+    )
+    (OUT / "ppo_learn_profile.md").write_text(text)
+    print(text, flush=True)
+
+
+def main(argv=None) -> pd.DataFrame:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--stores", type=int, default=512)
+    ap.add_argument("--days", type=int, default=16, help="days per update (PPOConfig.num_steps)")
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument(
+        "--profile", action="store_true", help="also write learn's kernel profile (ppo_learn_profile.md)"
+    )
+    args = ap.parse_args(argv)
+    rbjax.setup()
+    env = rbjax.Env()
+    env_params = env.default_params()
+    B, T = args.stores, args.days
+    base = ppo.PPOConfig(num_envs=B, num_steps=T)
+    config = dataclasses.replace(base, total_steps=(base.pool_every + 1) * B * T)
+    key = jax.random.key(0)
+    keys = jax.random.split(key, B)
+    policy = ppo.initial_policy(env, config, key)
+    device = (jax.devices()[0],)
+    parts = ppo.make_parts(env, config)
+
+    reset = jax.jit(parts.reset)
+    obs, state = reset(keys, env_params)
+    t_reset = median_time(reset, keys, env_params, repeats=args.repeats)
+    print(f"reset: {t_reset:.2f} s", flush=True)
+
+    fn = ppo.make_policy(env.config.num_suppliers, config.hidden)
+    _, chunk = compiled(env, fn, "summary", None, None, device)
+    fresh = lambda: jax.tree.map(lambda x: x.copy(), (obs, state))  # the chunk donates its state
+    engine = lambda: chunk(policy, env_params, *fresh(), keys, np.int32(0), T)
+    t_engine = median_time(engine, repeats=args.repeats)
+    print(f"engine: {t_engine:.2f} s", flush=True)
+
+    runner = ppo.initial_runner(env, config, key, env_params, policy)
+    collect = jax.jit(parts.collect)
+    t_collect = median_time(collect, runner, runner.pool, env_params, repeats=args.repeats)
+    runner, (traj, _) = collect(runner, runner.pool, env_params)
+    learn = jax.jit(parts.learn)
+    t_learn = median_time(learn, runner, traj, repeats=args.repeats)
+    print(f"collect: {t_collect:.2f} s, learn: {t_learn:.2f} s", flush=True)
+    if args.profile:
+        profile_learn(learn, runner, traj)
+
+    train = jax.jit(ppo.make_train(env, config))
+    t_train = median_time(train, key, env_params, policy, repeats=1) / config.num_updates
+
+    days = B * T
+    rows = [
+        ("engine (PPO policy, no training)", t_engine),
+        ("collect (the update's days)", t_collect),
+        ("learn (GAE and epochs)", t_learn),
+        (f"reset (pool refill, per update: 1/{config.pool_every})", t_reset / config.pool_every),
+        ("train (ppo.make_train, per update)", t_train),
+    ]
+    table = pd.DataFrame(rows, columns=["part", "s_per_update"])
+    table["store_days_per_s"] = days / table["s_per_update"]
+    table["share_of_train"] = table["s_per_update"] / t_train
+    ratio = t_engine / t_train
+    OUT.mkdir(exist_ok=True)
+    table.to_csv(OUT / "ppo_speed.csv", index=False)
+    md = (
+        f"PPO at {B} stores x {T} days an update, {config.epochs} epochs x {config.minibatches} minibatches, "
+        f"hidden {config.hidden}; {jax.devices()[0].platform}, {len(jax.devices())} device(s)\n\n"
+        + markdown_table(
+            table.assign(
+                s_per_update=table.s_per_update.map("{:.3f}".format),
+                store_days_per_s=table.store_days_per_s.map("{:,.0f}".format),
+                share_of_train=table.share_of_train.map("{:.0%}".format),
+            )
+        )
+        + f"\n\n**training / engine throughput: {ratio:.2f}** (target 0.5)\n"
+    )
+    (OUT / "ppo_speed.md").write_text(md)
+    print(md)
+    return table
+
+
+if __name__ == "__main__":
+    main()
