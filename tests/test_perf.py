@@ -154,3 +154,16 @@ print("done")
 """
     run_script(script, "done")
     assert (tmp_path / "own").is_dir() and (tmp_path / "env").is_dir()
+
+
+def test_bytes_accessed_counts_what_a_program_reads_and_writes():
+    import jax
+    import jax.numpy as jnp
+
+    from rbjax.perf.profiling import bytes_accessed
+
+    x = jnp.zeros(1000, jnp.float32)
+    one_pass = bytes_accessed(jax.jit(lambda x: x + 1).lower(x).compile())
+    assert one_pass >= 8000  # reads 4,000 bytes and writes 4,000
+    # two passes through memory (a sort between them) move more than one
+    assert bytes_accessed(jax.jit(lambda x: jnp.sort(x) + 1).lower(x).compile()) > one_pass

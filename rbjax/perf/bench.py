@@ -85,8 +85,13 @@ def substeps(
     action = jax.vmap(fn, in_axes=(None, 0, 0, None))(pp, obs, priv, None)
     if only is None:
         policy = jax.jit(jax.vmap(fn, in_axes=(None, 0, 0, None)))
-        step = jax.jit(jax.vmap(env.step, in_axes=(0, 0, 0, None)))
-        t_step = profiling.time_call(step, keys, state, action, params)
+        step = (
+            jax.jit(jax.vmap(env.step, in_axes=(0, 0, 0, None))).lower(keys, state, action, params).compile()
+        )
+        t_step, step_bytes = (
+            profiling.time_call(step, keys, state, action, params),
+            profiling.bytes_accessed(step),
+        )
         t_policy = profiling.time_call(policy, pp, obs, priv, None)
     else:  # quick: the day as the warm-up rollout runs it (policy included), no extra compilation
         obs_copy, state_copy = jax.block_until_ready(jax.tree.map(lambda x: x.copy(), (obs, state)))
@@ -95,9 +100,9 @@ def substeps(
             chunk(warm_pp, params, obs_copy, state_copy, keys, np.int32(0), days_before)
         )  # the compiled warm-up length: no new compilation
         t_step, t_policy = (time.perf_counter() - start) / days_before, float("nan")
-    t_floor = profiling.time_call(
-        profiling.floor_kernel(env), keys, state, fresh=True
-    )  # it donates its state
+        step_bytes = float("nan")
+    floor = profiling.floor_kernel(env).lower(keys, state).compile()
+    t_floor = profiling.time_call(floor, keys, state, fresh=True)  # it donates its state
     costs = profiling.substep_costs(env, params, state, action, keys, only=only)
     table = pd.DataFrame({"module": list(costs), "ms": [1e3 * v for v in costs.values()]})
     table = table.sort_values("ms", ascending=False, ignore_index=True)
@@ -108,6 +113,8 @@ def substeps(
         oracle_ms=1e3 * t_policy,
         floor_ms=1e3 * t_floor,
         step_over_floor=t_step / t_floor,
+        step_bytes=step_bytes,  # XLA's cost analysis: bytes the step's kernels read and write
+        floor_bytes=profiling.bytes_accessed(floor),
         state_bytes=env.state_bytes(jax.tree.map(lambda x: x[0], state)),
         random_words_per_day=profiling.words_per_day(env),
     )
@@ -264,6 +271,12 @@ def run(
         "",
         f"Step / floor: {summary['step_over_floor']:.1f}x. Peak host memory: {peak:,.0f} MiB.",
     ]
+    if np.isfinite(summary["step_bytes"]):
+        lines.append(
+            f"Memory traffic (XLA's cost analysis): the step's kernels read and write "
+            f"{summary['step_bytes'] / 1e6:,.0f} MB, the floor kernel's {summary['floor_bytes'] / 1e6:,.0f} MB: "
+            f"{summary['step_bytes'] / summary['floor_bytes']:.1f}x."
+        )
     if drifts:
         lines.append(
             f"float32 vs float64, {drift_size[0]} oracle stores x {drift_size[1]} days, same keys: max |funds "

@@ -48,6 +48,15 @@ def time_call(fn: Callable, *args, repeats: int = 5, fresh: bool = False) -> flo
     return best
 
 
+def bytes_accessed(compiled) -> float:
+    """Bytes a compiled program's kernels read and write per call, by XLA's cost analysis (NaN where the
+    backend gives none). A day that moves N times the floor kernel's bytes cannot run much under N floors
+    without fusing more of its work into fewer kernels."""
+    cost = compiled.cost_analysis()
+    cost = cost[0] if isinstance(cost, (list, tuple)) else cost
+    return float((cost or {}).get("bytes accessed", float("nan")))
+
+
 def floor_kernel(env: Env):
     """A jittable (key [B], state [B]) -> state [B] that touches every state byte and draws one day's words."""
     n_words = words_per_day(env)
