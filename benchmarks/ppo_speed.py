@@ -1,6 +1,6 @@
 """PPO training speed against the engine's own, at the same batch and policy network, in one run.
 
-    python benchmarks/ppo_speed.py [--stores 512] [--days 16] [--repeats 3]
+    python benchmarks/ppo_speed.py [--stores 512] [--days 16] [--repeats 3] [--profile]
 
 Times each piece jitted, on its second and later calls (compilation excluded), and prints the medians:
 - engine: T days of B stores under the PPO policy network (encode, forward, sample, decode, step), as
@@ -9,7 +9,8 @@ Times each piece jitted, on its second and later calls (compilation excluded), a
 - learn: GAE and the epochs of minibatch gradient steps;
 - reset: refilling the pool with B fresh stores, which ``ppo.make_train`` does every ``pool_every`` updates;
 - train: ``ppo.make_train`` itself over ``pool_every + 1`` updates (one pool refill), the number reported.
-Writes ``ppo_speed.md`` and ``ppo_speed.csv`` into benchmarks/out.
+Writes ``ppo_speed.md`` and ``ppo_speed.csv`` into benchmarks/out (and, with ``--profile``, each part's kernels by
+rbjax function: ``ppo_collect_profile.md``, ``ppo_learn_profile.md``).
 """
 
 from __future__ import annotations
@@ -44,13 +45,13 @@ def median_time(fn, *args, repeats: int) -> float:
     return statistics.median(times)
 
 
-def profile_learn(learn, runner, traj) -> None:
-    """learn's kernels by rbjax function (``rbjax.perf.op_profile``), into ppo_learn_profile.md/.csv."""
-    program = learn.lower(runner, traj).compile()
+def profile_part(name: str, jitted, *args) -> str:
+    """A part's kernels by rbjax function (``rbjax.perf.op_profile``), into ppo_{name}_profile.md/.csv."""
+    program = jitted.lower(*args).compile()
     table = kernel_profile(
-        program, lambda: jax.block_until_ready(program(runner, traj)), 2, OUT / "ppo_trace"
+        program, lambda: jax.block_until_ready(program(*args)), 2, OUT / f"ppo_{name}_trace"
     )
-    table.to_csv(OUT / "ppo_learn_profile.csv", index=False)
+    table.to_csv(OUT / f"ppo_{name}_profile.csv", index=False)
     by = table.groupby("source").agg(ms=("ms", "sum"), kernels=("kernel", "count"))
     by = by.sort_values("ms", ascending=False).reset_index()
     by["share"] = (by.ms / by.ms.sum()).map("{:.1%}".format)
@@ -60,12 +61,13 @@ def profile_learn(learn, runner, traj) -> None:
     )
     kinds = kinds.groupby("kind").ms.sum() / table.ms.sum()
     text = (
-        f"learn: {table.ms.sum():.0f} ms of kernel time an update in {len(table)} kernels; matrix products "
+        f"{name}: {table.ms.sum():.0f} ms of kernel time an update in {len(table)} kernels; matrix products "
         f"{kinds.get('dot', 0):.0%}, long reductions (reduce-window) {kinds.get('wrapped_reduce-window', 0):.0%}\n\n"
         + markdown_table(by.head(12))
     )
-    (OUT / "ppo_learn_profile.md").write_text(text)
+    (OUT / f"ppo_{name}_profile.md").write_text(text)
     print(text, flush=True)
+    return text
 
 
 def main(argv=None) -> pd.DataFrame:
@@ -74,7 +76,9 @@ def main(argv=None) -> pd.DataFrame:
     ap.add_argument("--days", type=int, default=16, help="days per update (PPOConfig.num_steps)")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument(
-        "--profile", action="store_true", help="also write learn's kernel profile (ppo_learn_profile.md)"
+        "--profile",
+        action="store_true",
+        help="also write collect's and learn's kernel profiles (ppo_collect_profile.md, ppo_learn_profile.md)",
     )
     args = ap.parse_args(argv)
     rbjax.setup()
@@ -109,7 +113,8 @@ def main(argv=None) -> pd.DataFrame:
     t_learn = median_time(learn, runner, traj, repeats=args.repeats)
     print(f"collect: {t_collect:.2f} s, learn: {t_learn:.2f} s", flush=True)
     if args.profile:
-        profile_learn(learn, runner, traj)
+        profile_part("collect", collect, runner, runner.pool, env_params)
+        profile_part("learn", learn, runner, traj)
 
     train = jax.jit(ppo.make_train(env, config))
     t_train = median_time(train, key, env_params, policy, repeats=1) / config.num_updates
