@@ -2,7 +2,7 @@
 
     python benchmarks/ppo_speed.py [--stores 512] [--days 16] [--repeats 3] [--profile]
 
-Times each piece jitted, on its second and later calls (compilation excluded), and prints the medians:
+Times each piece jitted, best of ``--repeats`` calls after a compiling one (``rbjax.perf.profiling.time_call``):
 - engine: T days of B stores under the PPO policy network (encode, forward, sample, decode, step), as
   ``rbjax.rollout`` runs a trained policy;
 - collect: the update's T days (the same, plus the running statistics, log-probabilities, values and rewards);
@@ -17,8 +17,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import statistics
-import time
 from pathlib import Path
 
 import jax
@@ -27,22 +25,12 @@ import pandas as pd
 from agent_tools import markdown_table
 
 import rbjax
-from rbjax.perf.op_profile import kernel_profile
+from rbjax.perf.op_profile import by_function, kernel_profile
+from rbjax.perf.profiling import time_call
 from rbjax.rl import ppo
 from rbjax.runners.rollout import compiled
 
 OUT = Path(__file__).parent / "out"
-
-
-def median_time(fn, *args, repeats: int) -> float:
-    """Median wall time of ``fn(*args)`` over ``repeats`` calls after one untimed (compiling) call."""
-    jax.block_until_ready(fn(*args))
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        jax.block_until_ready(fn(*args))
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
 
 
 def profile_part(name: str, jitted, *args) -> str:
@@ -52,8 +40,7 @@ def profile_part(name: str, jitted, *args) -> str:
         program, lambda: jax.block_until_ready(program(*args)), 2, OUT / f"ppo_{name}_trace"
     )
     table.to_csv(OUT / f"ppo_{name}_profile.csv", index=False)
-    by = table.groupby("source").agg(ms=("ms", "sum"), kernels=("kernel", "count"))
-    by = by.sort_values("ms", ascending=False).reset_index()
+    by = by_function(table)
     by["share"] = (by.ms / by.ms.sum()).map("{:.1%}".format)
     by["ms"] = by.ms.map("{:.1f}".format)
     kinds = table.assign(
@@ -95,29 +82,28 @@ def main(argv=None) -> pd.DataFrame:
 
     reset = jax.jit(parts.reset)
     obs, state = reset(keys, env_params)
-    t_reset = median_time(reset, keys, env_params, repeats=args.repeats)
+    t_reset = time_call(reset, keys, env_params, repeats=args.repeats)
     print(f"reset: {t_reset:.2f} s", flush=True)
 
     fn = ppo.make_policy(env.config.num_suppliers, config.hidden)
     _, chunk = compiled(env, fn, "summary", None, None, device)
-    fresh = lambda: jax.tree.map(lambda x: x.copy(), (obs, state))  # the chunk donates its state
-    engine = lambda: chunk(policy, env_params, *fresh(), keys, np.int32(0), T)
-    t_engine = median_time(engine, repeats=args.repeats)
+    engine = lambda obs, state: chunk(policy, env_params, obs, state, keys, np.int32(0), T)
+    t_engine = time_call(engine, obs, state, repeats=args.repeats, fresh=True)  # the chunk donates its state
     print(f"engine: {t_engine:.2f} s", flush=True)
 
     runner = ppo.initial_runner(env, config, key, env_params, policy)
     collect = jax.jit(parts.collect)
-    t_collect = median_time(collect, runner, runner.pool, env_params, repeats=args.repeats)
+    t_collect = time_call(collect, runner, runner.pool, env_params, repeats=args.repeats)
     runner, (traj, _) = collect(runner, runner.pool, env_params)
     learn = jax.jit(parts.learn)
-    t_learn = median_time(learn, runner, traj, repeats=args.repeats)
+    t_learn = time_call(learn, runner, traj, repeats=args.repeats)
     print(f"collect: {t_collect:.2f} s, learn: {t_learn:.2f} s", flush=True)
     if args.profile:
         profile_part("collect", collect, runner, runner.pool, env_params)
         profile_part("learn", learn, runner, traj)
 
     train = jax.jit(ppo.make_train(env, config))
-    t_train = median_time(train, key, env_params, policy, repeats=1) / config.num_updates
+    t_train = time_call(train, key, env_params, policy, repeats=1) / config.num_updates
 
     days = B * T
     rows = [

@@ -74,3 +74,8 @@ class PolicyDriver:
         return type(self._actions)(
             **{k: None if v is None else v[store] for k, v in vars(self._actions).items()}
         )
+
+    async def act(self, store, today) -> None:
+        """One store's day (``run_async``'s ``act``): the policy's action as tool calls on ``store``."""
+        for name, args in policy_calls(self.action(store.store), today, store.names):
+            store.call(name, args)

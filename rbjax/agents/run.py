@@ -24,7 +24,7 @@ import numpy as np
 from rbjax.agents.engine import AgentEngine
 from rbjax.agents.formats import Names
 from rbjax.agents.ledger import StoreLedger, Today
-from rbjax.agents.policy_agent import PolicyDriver, policy_calls
+from rbjax.agents.policy_agent import PolicyDriver
 from rbjax.agents.scheduler import DayScheduler
 from rbjax.agents.tools import StoreTools, ToolResult
 from rbjax.agents.trace import TraceWriter
@@ -310,9 +310,5 @@ def run_policy_agents(
     stores = make_stores(engine, out, **tool_options)
     driver = PolicyDriver(engine, policy, policy_params)
 
-    async def act(store, today):
-        for name, args in policy_calls(driver.action(store.store), today, store.names):
-            store.call(name, args)
-
-    records = asyncio.run(run_async(engine, stores, act, jitter, progress))
+    records = asyncio.run(run_async(engine, stores, driver.act, jitter, progress))
     return stack_records(records, int(params.horizon)), engine, stores

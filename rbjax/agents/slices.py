@@ -33,13 +33,14 @@ import numpy as np
 import pandas as pd
 
 from rbjax.agents.engine import AgentEngine
-from rbjax.agents.policy_agent import PolicyDriver, policy_calls
+from rbjax.agents.policy_agent import PolicyDriver
 from rbjax.agents.run import make_stores, run_async, stack_records
 from rbjax.agents.tools import StoreTools
 from rbjax.agents.trace import TraceWriter
 from rbjax.env import Env
 from rbjax.runners import paired
 from rbjax.runners.records import summarize
+from rbjax.runners.rollout import observer
 from rbjax.runners.snapshots import Snapshot, rollout_from
 from rbjax.state import Action, DayInfo
 
@@ -244,12 +245,7 @@ def open_slice(
     tools = make_stores(engine, None, **tool_options)
     if day:
         driver = PolicyDriver(engine, policy, policy_params)
-
-        async def act(store, today):
-            for name, args in policy_calls(driver.action(store.store), today, store.names):
-                store.call(name, args)
-
-        asyncio.run(run_async(engine, tools, act, progress=progress, stop=day))
+        asyncio.run(run_async(engine, tools, driver.act, progress=progress, stop=day))
     near = check_state(engine, sub)
     if near:  # float leaves an ulp or so apart: the agents start from the saved state itself
         _adopt(engine, sub)
@@ -310,7 +306,7 @@ def _adopt(engine: AgentEngine, snapshot: Snapshot) -> None:
         lambda b, n: b.at[:S].set(jax.numpy.asarray(n, b.dtype)), engine.state, snapshot.state
     )
     engine.state = state
-    engine.obs = jax.jit(jax.vmap(engine.env.observe, in_axes=(0, None)))(state, engine.params)
+    engine.obs = observer(engine.env, None, ())(state, engine.params)
     engine.version += 1
     engine._pull()
 
@@ -324,9 +320,5 @@ def run_policy_slice(
         sl.attach_traces(out)
     driver = PolicyDriver(sl.engine, policy, policy_params)
 
-    async def act(store, today):
-        for name, args in policy_calls(driver.action(store.store), today, store.names):
-            store.call(name, args)
-
-    records = asyncio.run(run_async(sl.engine, sl.stores, act, jitter, progress, stop=sl.stop))
+    records = asyncio.run(run_async(sl.engine, sl.stores, driver.act, jitter, progress, stop=sl.stop))
     return sl.stack(records)

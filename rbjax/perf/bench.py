@@ -88,10 +88,8 @@ def substeps(
         step = (
             jax.jit(jax.vmap(env.step, in_axes=(0, 0, 0, None))).lower(keys, state, action, params).compile()
         )
-        t_step, step_bytes = (
-            profiling.time_call(step, keys, state, action, params),
-            profiling.bytes_accessed(step),
-        )
+        t_step = profiling.time_call(step, keys, state, action, params)
+        step_bytes = profiling.bytes_accessed(step)
         t_policy = profiling.time_call(policy, pp, obs, priv, None)
     else:  # quick: the day as the warm-up rollout runs it (policy included), no extra compilation
         obs_copy, state_copy = jax.block_until_ready(jax.tree.map(lambda x: x.copy(), (obs, state)))

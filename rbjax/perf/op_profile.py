@@ -171,11 +171,16 @@ def _frame_labels(tables: dict):
     return label
 
 
+def by_function(table: pd.DataFrame) -> pd.DataFrame:
+    """A kernel table summed by rbjax function: source, ms, kernels; costliest first."""
+    by = table.groupby("source").agg(ms=("ms", "sum"), kernels=("kernel", "count"))
+    return by.sort_values("ms", ascending=False).reset_index()
+
+
 def write(table: pd.DataFrame, out: Path, stores: int, days_before: int, policy: str = "oracle") -> str:
     """profile.csv (every kernel) and profile.md (the top kernels, and the day by rbjax function) in ``out``."""
     table.to_csv(out / "profile.csv", index=False)
-    by_source = table.groupby("source").agg(ms=("ms", "sum"), kernels=("kernel", "count"))
-    by_source = by_source.sort_values("ms", ascending=False)
+    by_source = by_function(table).set_index("source")
     total = table.ms.sum()
     lines = [
         f"# Where a day goes, kernel by kernel ({policy}, {stores:,} stores, state after {days_before} days, "

@@ -319,7 +319,7 @@ def initial_runner(
     policy ``init``, a fresh optimiser and return scale."""
     _, k_reset, k_run = jax.random.split(key, 3)
     B = config.num_envs
-    obs, state = jax.vmap(env.reset, in_axes=(0, None))(jax.random.split(k_reset, B), env_params)
+    obs, state = make_parts(env, config).reset(jax.random.split(k_reset, B), env_params)
     net = network(env.config.num_suppliers, config.hidden)
     return Runner(
         train=TrainState.create(apply_fn=net.apply, params=init.net, tx=optimizer(config)),
