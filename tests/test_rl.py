@@ -97,6 +97,25 @@ def random_heads(key, J, K, scale):
     )
 
 
+def test_categorical_draws_follow_the_softmax():
+    """200,000 draws of each of three rows (spread out; one category of probability 0; nearly certain): every
+    category's frequency lies within 5 standard errors of its softmax probability, and the zero is never drawn."""
+    logits = jnp.array(
+        [
+            [0.0, 1.0, -2.0, 0.5, 0.0, 3.0],
+            [0.0, -jnp.inf, 1.0, 0.0, 0.0, -1.0],
+            [9.0, 0.0, 0.0, 0.0, 0.0, 0.0],
+        ]
+    )
+    n = 200_000
+    draws = jax.jit(jax.vmap(lambda k: A.categorical(k, logits)))(jax.random.split(jax.random.key(0), n))
+    assert draws.dtype == jnp.int32 and draws.shape == (n, 3)
+    freq = (np.asarray(draws)[..., None] == np.arange(6)).mean(0)  # [3, 6]
+    p = np.asarray(jax.nn.softmax(logits, -1), np.float64)
+    assert np.all(np.abs(freq - p) <= 5 * np.sqrt(p * (1 - p) / n)), (freq, p)
+    assert freq[1, 1] == 0.0
+
+
 @pytest.mark.parametrize("funds", [30_000.0, 4_500.0, -200.0])
 def test_decoded_actions_are_always_valid(env, params, funds):
     states = mid_episode_states(env, params)

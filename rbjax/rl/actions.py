@@ -25,6 +25,7 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
+from rbjax.kernels import rng
 from rbjax.policies.estimates import daily_demand, price_and_demand, rank, stock_position
 from rbjax.state import Action, Observation
 
@@ -69,13 +70,25 @@ def _categorical_entropy(logits):
     return -jnp.sum(jnp.exp(logp) * logp, -1)
 
 
+def categorical(key: jax.Array, logits: jax.Array) -> jax.Array:
+    """[...] int32 index drawn from softmax(logits [..., n]) by inverting its CDF at one uniform of
+    ``rbjax.kernels.rng`` (the simulator's counter hash): one cheap word a draw, where
+    ``jax.random.categorical``'s Gumbel-max takes n threefry words and 2n logarithms. A category of
+    probability 0 is never drawn; ``tests/test_rl.py`` checks the frequencies against the probabilities."""
+    cdf = jnp.cumsum(jax.nn.softmax(logits, -1), -1)
+    u = (
+        rng.uniform(key, logits.shape[:-1], logits.dtype) * cdf[..., -1]
+    )  # the CDF's own total: no rounding gap
+    return jnp.sum(u[..., None] > cdf[..., :-1], -1, dtype=jnp.int32)
+
+
 def sample(key: jax.Array, heads: Heads) -> Choice:
     k_p, k_o, k_s, k_shelf = jax.random.split(key, 4)
-    noise = jax.random.normal(k_shelf, heads.shelf_mean.shape, heads.shelf_mean.dtype)
+    noise = rng.normal(k_shelf, heads.shelf_mean.shape, heads.shelf_mean.dtype)
     return Choice(
-        price=jax.random.categorical(k_p, heads.price).astype(jnp.int32),
-        order=jax.random.categorical(k_o, heads.order).astype(jnp.int32),
-        supplier=jax.random.categorical(k_s, heads.supplier).astype(jnp.int32),
+        price=categorical(k_p, heads.price),
+        order=categorical(k_o, heads.order),
+        supplier=categorical(k_s, heads.supplier),
         shelf=heads.shelf_mean + jnp.exp(heads.shelf_log_std) * noise,
     )
 
