@@ -26,6 +26,7 @@ import jax.numpy as jnp
 from flax import struct
 
 from rbjax.kernels import rng
+from rbjax.kernels.xla import fsum
 from rbjax.policies.estimates import daily_demand, price_and_demand, rank, stock_position
 from rbjax.state import Action, Observation
 
@@ -61,8 +62,10 @@ class Choice:
 
 
 def _categorical_logp(logits, idx):
+    # picked by a one-hot sum, not a gather: a gather's gradient is a scatter, which XLA:CPU runs element by
+    # element (the same bits either way: one term and zeros, added in index order)
     logp = jax.nn.log_softmax(logits)
-    return jnp.take_along_axis(logp, idx[..., None], -1)[..., 0]
+    return fsum(jnp.where(idx[..., None] == jnp.arange(logits.shape[-1]), logp, 0.0))
 
 
 def _categorical_entropy(logits):
