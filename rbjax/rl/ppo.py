@@ -267,17 +267,16 @@ def make_parts(env: Env, config: PPOConfig) -> Parts:
         """One pass over the update's data in M minibatches of whole stores."""
         train, key = carry
         key, k_perm = jax.random.split(key)
-        perm = jax.random.permutation(k_perm, B)
-        # [T, B, ...] -> [M, T * B / M, ...]
-        shuffle = lambda x: jnp.swapaxes(
-            jnp.take(x, perm, axis=1).reshape((T, M, B // M) + x.shape[2:]), 0, 1
-        ).reshape((M, T * (B // M)) + x.shape[2:])
+        stores = jax.random.permutation(k_perm, B).reshape(M, B // M)  # each minibatch's stores
 
-        def minibatch(train, mb):
+        def minibatch(train, picked):
+            # [T, B, ...] -> [T * B / M, ...]: gathered here, one minibatch at a time (a shuffled copy of the
+            # whole update's data, then each minibatch sliced out of it, moved every byte twice)
+            mb = jax.tree.map(lambda x: jnp.take(x, picked, axis=1).reshape((-1,) + x.shape[2:]), data)
             grads, aux = jax.grad(loss_fn, has_aux=True)(train.params, *mb)
             return train.apply_gradients(grads=grads), aux
 
-        train, aux = jax.lax.scan(minibatch, train, jax.tree.map(shuffle, data))
+        train, aux = jax.lax.scan(minibatch, train, stores)
         return (train, key), aux
 
     def collect(runner: Runner, pool, env_params):
