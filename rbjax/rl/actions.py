@@ -79,9 +79,8 @@ def categorical(key: jax.Array, logits: jax.Array) -> jax.Array:
     ``jax.random.categorical``'s Gumbel-max takes n threefry words and 2n logarithms. A category of
     probability 0 is never drawn; ``tests/test_rl.py`` checks the frequencies against the probabilities."""
     cdf = jnp.cumsum(jax.nn.softmax(logits, -1), -1)
-    u = (
-        rng.uniform(key, logits.shape[:-1], logits.dtype) * cdf[..., -1]
-    )  # the CDF's own total: no rounding gap
+    # scaled to the CDF's own total, so rounding in the softmax leaves no gap above the last category
+    u = rng.uniform(key, logits.shape[:-1], logits.dtype) * cdf[..., -1]
     return jnp.sum(u[..., None] > cdf[..., :-1], -1, dtype=jnp.int32)
 
 

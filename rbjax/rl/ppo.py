@@ -270,8 +270,8 @@ def make_parts(env: Env, config: PPOConfig) -> Parts:
         stores = jax.random.permutation(k_perm, B).reshape(M, B // M)  # each minibatch's stores
 
         def minibatch(train, picked):
-            # [T, B, ...] -> [T * B / M, ...]: gathered here, one minibatch at a time (a shuffled copy of the
-            # whole update's data, then each minibatch sliced out of it, moved every byte twice)
+            # [T, B, ...] -> [T * B / M, ...], gathered here one minibatch at a time: shuffling a copy of the
+            # whole update's data and then slicing the minibatches out of it moved every byte twice
             mb = jax.tree.map(lambda x: jnp.take(x, picked, axis=1).reshape((-1,) + x.shape[2:]), data)
             grads, aux = jax.grad(loss_fn, has_aux=True)(train.params, *mb)
             return train.apply_gradients(grads=grads), aux
