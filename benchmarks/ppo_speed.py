@@ -87,7 +87,7 @@ def main(argv=None) -> pd.DataFrame:
     t_reset = time_call(reset, keys, env_params, repeats=args.repeats)
     print(f"reset: {t_reset:.2f} s", flush=True)
 
-    fn = ppo.make_policy(env.config.num_suppliers, config.hidden)
+    fn = ppo.make_policy(env.config.num_suppliers, config.hidden, config.supplier_prior)
     _, chunk = compiled(env, fn, "summary", None, None, device)
     engine = lambda obs, state: chunk(policy, env_params, obs, state, keys, np.int32(0), T)
     t_engine = time_call(engine, obs, state, repeats=args.repeats, fresh=True)  # the chunk donates its state

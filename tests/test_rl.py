@@ -86,6 +86,65 @@ def test_encoding_shapes_and_finite(env, params):
     assert np.isfinite(np.asarray(products)).all() and np.isfinite(np.asarray(glob)).all()
 
 
+def test_supplier_score_weighs_rating_price_and_returns(env, params):
+    """The score of ``A.supplier_score`` from hand-set fields: the rating (or ``UNRATED_RATING``), the quote
+    over the day's dearest and the return rate, each with its weight."""
+    obs = jax.jit(env.observe)(jax.tree.map(lambda x: x[0], mid_episode_states(env, params)), params)
+    J, K = obs.quote_price.shape
+    rating = np.tile([0.0, 4.5, 3.0, 4.5, 4.5], (J, 1))
+    price = np.tile([1.0, 1.0, 1.0, 2.0, 1.0], (J, 1))
+    returns = np.tile([0.0, 0.0, 0.0, 0.0, 0.05], (J, 1))
+    obs = obs.replace(
+        supplier_rating=jnp.asarray(rating, jnp.float32),
+        quote_price=jnp.asarray(price, jnp.float32),
+        supplier_return_rate=jnp.asarray(returns, jnp.float32),
+    )
+    score = np.asarray(A.supplier_score(obs))
+    expected = (
+        np.where(rating > 0, rating, A.UNRATED_RATING)
+        + A.PRICE_WEIGHT * price / 2.0
+        - A.RETURN_WEIGHT * returns
+    )
+    np.testing.assert_allclose(score, expected, rtol=1e-6)
+    assert (score.argmax(-1) == 3).all()  # rated 4.5 and the dearest quote
+
+
+def test_ppo_policy_adds_the_supplier_prior_to_its_logits(env, params):
+    """With a prior of scale 1e4 the greedy supplier is the best-scored one; with none, the network's own
+    choice (the untrained network's supplier logits are near 0, its argmax unrelated to the score)."""
+    config = ppo.PPOConfig(**SMALL)
+    policy_params = ppo.initial_policy(env, config, jax.random.key(1)).replace(greedy=jnp.asarray(True))
+    obs = jax.jit(jax.vmap(env.observe, in_axes=(0, None)))(mid_episode_states(env, params), params)
+    score = np.asarray(jax.vmap(A.supplier_score)(obs))
+
+    def ordered_from(prior):
+        policy = jax.jit(
+            jax.vmap(ppo.make_policy(env.config.num_suppliers, config.hidden, prior), (None, 0, None, None))
+        )
+        order = np.asarray(policy(policy_params, obs, None, jax.random.key(0)).order)
+        lines = order > 0
+        assert (lines.sum(-1) <= 1).all() and lines.any()
+        return lines.argmax(-1), lines.any(-1)
+
+    supplier, ordering = ordered_from(1e4)
+    np.testing.assert_array_equal(supplier[ordering], score.argmax(-1)[ordering])
+    supplier, ordering = ordered_from(0.0)
+    assert (supplier[ordering] != score.argmax(-1)[ordering]).any()
+
+
+def test_checkpoints_from_before_the_prior_load_without_one(env, tmp_path):
+    import json
+    import shutil
+
+    old = tmp_path / "old"
+    shutil.copytree(rbjax.PPO_CHECKPOINT, old)
+    meta = json.loads((old / "config.json").read_text())
+    meta["ppo"].pop("supplier_prior", None)
+    (old / "config.json").write_text(json.dumps(meta))
+    assert load(old, env)[1].supplier_prior == 0.0
+    assert load(rbjax.PPO_CHECKPOINT, env)[1].supplier_prior == ppo.PPOConfig().supplier_prior
+
+
 def random_heads(key, J, K, scale):
     k = jax.random.split(key, 4)
     return A.Heads(
@@ -204,11 +263,11 @@ def small_run(ppo_env, tmp_path_factory):
     )
 
 
-def evaluate(env, params, policy_params, hidden, seeds=256):
+def evaluate(env, params, policy_params, config, seeds=256):
     keys = jax.random.split(jax.random.key(123), seeds)
     rec, _ = rbjax.rollout(
         env,
-        ppo.make_policy(env.config.num_suppliers, hidden),
+        ppo.make_policy(env.config.num_suppliers, config.hidden, config.supplier_prior),
         policy_params,
         params,
         keys,
@@ -222,8 +281,8 @@ def test_short_ppo_run_improves_return(ppo_env, small_run):
     result, params, _ = small_run
     config = result.config
     untrained = result.policy_params.replace(net=ppo.initial_policy(ppo_env, config, jax.random.key(0)).net)
-    before = evaluate(ppo_env, params, untrained, config.hidden)
-    after = evaluate(ppo_env, params, result.policy_params, config.hidden)
+    before = evaluate(ppo_env, params, untrained, config)
+    after = evaluate(ppo_env, params, result.policy_params, config)
     # same 256 seeds (common random numbers): the trained policy ends richer on average, by more than the
     # paired noise (3 standard errors of the paired difference)
     diff = after - before

@@ -147,6 +147,12 @@ def _add_train(sub) -> None:
     p.add_argument("--lr", type=float, default=d.lr, help="Adam learning rate (annealed to 0)")
     p.add_argument("--hidden", type=int, default=d.hidden, help="width of the network's hidden layers")
     p.add_argument("--ent-coef", type=float, default=d.ent_coef, help="entropy bonus coefficient")
+    p.add_argument(
+        "--supplier-prior",
+        type=float,
+        default=d.supplier_prior,
+        help="weight of the observable supplier score in the supplier logits (0: none)",
+    )
     p.add_argument("--progress", type=int, default=10, help="progress line every N updates (0: none)")
     p.add_argument("--init", default=None, metavar="RUN_DIR", help="continue from a checkpoint's weights")
     p.add_argument("--out", default="runs/ppo", help="run folder: checkpoint, curve.csv, curve.png")

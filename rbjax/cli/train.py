@@ -22,6 +22,7 @@ def main(args) -> None:
             lr=args.lr,
             hidden=args.hidden,
             ent_coef=args.ent_coef,
+            supplier_prior=args.supplier_prior,
         )
     except ValueError as e:
         raise fail(f"train: {e}") from None

@@ -68,4 +68,6 @@ def make(name: str, env=None, checkpoint: str | None = None, greedy: bool = Fals
         params, config = load(checkpoint, env)
     except FileNotFoundError as e:
         raise ValueError(str(e)) from None
-    return ppo.make_policy(env.config.num_suppliers, config.hidden), params.replace(greedy=np.bool_(greedy))
+    return ppo.make_policy(env.config.num_suppliers, config.hidden, config.supplier_prior), params.replace(
+        greedy=np.bool_(greedy)
+    )

@@ -56,12 +56,22 @@ class PPOConfig:
     max_grad_norm: float = 0.5
     hidden: int = 32
     pool_every: int = 8
+    supplier_prior: float = 10.0  # scale of ``actions.supplier_score`` added to the supplier logits (0: none)
 
     def __post_init__(self):
         for name in ("num_envs", "num_steps", "total_steps", "epochs", "minibatches", "hidden", "pool_every"):
             if getattr(self, name) < 1:
                 raise ValueError(f"PPOConfig.{name} must be >= 1, got {getattr(self, name)}")
-        for name in ("lr", "gamma", "gae_lambda", "clip", "ent_coef", "vf_coef", "max_grad_norm"):
+        for name in (
+            "lr",
+            "gamma",
+            "gae_lambda",
+            "clip",
+            "ent_coef",
+            "vf_coef",
+            "max_grad_norm",
+            "supplier_prior",
+        ):
             value = getattr(self, name)
             if not (isinstance(value, (int, float)) and math.isfinite(value) and value >= 0):
                 raise ValueError(f"PPOConfig.{name} must be a finite number >= 0, got {value}")
@@ -112,6 +122,7 @@ class Runner:
 class Transition:
     products: jax.Array  # [B, J, F] normalised
     globals_: jax.Array  # [B, G]
+    supplier_prior: jax.Array  # [B, J, K] added to the supplier logits
     choice: A.Choice  # [B, J]
     logp: jax.Array  # [B, J]
     value: jax.Array  # [B, J]
@@ -124,14 +135,15 @@ def network(num_suppliers: int, hidden: int) -> ActorCritic:
 
 
 @functools.cache
-def make_policy(num_suppliers: int, hidden: int) -> Callable:
+def make_policy(num_suppliers: int, hidden: int, supplier_prior: float = 0.0) -> Callable:
     """A rollout policy ``policy(PPOPolicyParams, obs, privileged, key) -> Action`` (cached per shape, so
-    rollouts with it compile once)."""
+    rollouts with it compile once). ``supplier_prior``: the ``PPOConfig`` value the network was trained with."""
     net = network(num_suppliers, hidden)
 
     def ppo_policy(params: PPOPolicyParams, obs, privileged, key):
         products, glob = encode(obs)
         heads, _ = net.apply(params.net, params.products.normalize(products), params.globals_.normalize(glob))
+        heads = A.with_supplier_prior(heads, supplier_prior * A.supplier_score(obs))
         sampled, best = A.sample(key, heads), A.mode(heads)
         choice = jax.tree.map(lambda s, b: jnp.where(params.greedy, b, s), sampled, best)
         return A.decode(choice, obs)
@@ -180,8 +192,12 @@ def make_parts(env: Env, config: PPOConfig) -> Parts:
     reset = jax.vmap(env.reset, in_axes=(0, None))
     step = jax.vmap(env.step, in_axes=(0, 0, 0, None))
 
-    def forward(params, products, glob):
-        return jax.vmap(net.apply, in_axes=(None, 0, 0))(params, products, glob)
+    def forward(params, products, glob, prior):
+        heads, value = jax.vmap(net.apply, in_axes=(None, 0, 0))(params, products, glob)
+        return jax.vmap(A.with_supplier_prior)(heads, prior), value
+
+    def prior_of(obs):
+        return config.supplier_prior * jax.vmap(A.supplier_score)(obs)
 
     def env_step(runner: Runner, pool, env_params):
         key, k_act, k_env = jax.random.split(runner.key, 3)
@@ -194,7 +210,8 @@ def make_parts(env: Env, config: PPOConfig) -> Parts:
         obs_p = runner.obs_products.update(raw_products.reshape(-1, F))
         obs_g = runner.obs_globals.update(raw_glob)
         products, glob = obs_p.normalize(raw_products), obs_g.normalize(raw_glob)
-        heads, value = forward(runner.train.params, products, glob)
+        prior = prior_of(runner.obs)
+        heads, value = forward(runner.train.params, products, glob, prior)
         choice = jax.vmap(A.sample)(jax.random.split(k_act, B), heads)
         logp = jax.vmap(A.log_prob)(heads, choice)
         action = jax.vmap(A.decode)(choice, runner.obs)
@@ -231,7 +248,7 @@ def make_parts(env: Env, config: PPOConfig) -> Parts:
             key=key,
         )
         return runner, (
-            Transition(products, glob, choice, logp, value, scaled, done.astype(jnp.float32)),
+            Transition(products, glob, prior, choice, logp, value, scaled, done.astype(jnp.float32)),
             stats,
         )
 
@@ -247,7 +264,7 @@ def make_parts(env: Env, config: PPOConfig) -> Parts:
         return adv, adv + traj.value
 
     def loss_fn(params, batch: Transition, adv, target):
-        heads, value = forward(params, batch.products, batch.globals_)
+        heads, value = forward(params, batch.products, batch.globals_, batch.supplier_prior)
         logp = jax.vmap(A.log_prob)(heads, batch.choice)
         ratio = jnp.exp(jnp.clip(logp - batch.logp, -20.0, 20.0))  # [N, J] per product
         a = (adv - adv.mean()) / (adv.std() + 1e-8)
@@ -285,7 +302,10 @@ def make_parts(env: Env, config: PPOConfig) -> Parts:
     def learn(runner: Runner, traj: Transition):
         products, glob = jax.vmap(encode)(runner.obs)
         _, last_value = forward(
-            runner.train.params, runner.obs_products.normalize(products), runner.obs_globals.normalize(glob)
+            runner.train.params,
+            runner.obs_products.normalize(products),
+            runner.obs_globals.normalize(glob),
+            prior_of(runner.obs),
         )
         adv, target = gae(traj, last_value)
         key, k_epochs = jax.random.split(runner.key)

@@ -151,7 +151,8 @@ def load(path: str | Path, env: Env) -> tuple[ppo.PPOPolicyParams, ppo.PPOConfig
     config_file, weights_file = path / "config.json", path / "policy.msgpack"
     try:
         meta = json.loads(config_file.read_text())
-        config = ppo.PPOConfig(**meta["ppo"])
+        # checkpoints written before the supplier prior existed were trained without one
+        config = ppo.PPOConfig(**{"supplier_prior": 0.0, **meta["ppo"]})
         trained = {name: meta[name] for name in ("num_products", "num_suppliers")}
     except (json.JSONDecodeError, KeyError, TypeError, ValueError) as e:
         raise ValueError(f"{config_file}: not a PPO run config ({type(e).__name__}: {e})") from None
