@@ -140,7 +140,8 @@ def supplier_score(obs: Observation) -> jax.Array:
     observed return rate.
 
     Supplier quality is what the oracle's lead rests on (``docs/results.md``): picking the supplier by
-    this score lifts the oracle's own rule from about 5,000 (cheapest) to 55,000 with the agent's view.
+    this score lifts the oracle's own rule from about 5,000 (cheapest quote) to 60,000 with the agent's view
+    (``benchmarks/supplier_evidence.py``).
     """
     rating = jnp.where(obs.supplier_rating > 0, obs.supplier_rating, UNRATED_RATING)
     relative_price = obs.quote_price / obs.quote_price.max(-1, keepdims=True)
