@@ -23,9 +23,9 @@ import numpy as np
 
 import rbjax
 from rbjax import policies
+from rbjax.policies.oracle import best_supplier
 from rbjax.rl import actions as A
 from rbjax.rl import ppo
-from rbjax.rl.features import encode
 from rbjax.rl.train import load
 from rbjax.runners import metrics
 from rbjax.state import Privileged
@@ -64,20 +64,13 @@ def ppo_with(env, checkpoint, stand_in):
     net = ppo.network(env.config.num_suppliers, config.hidden)
 
     def policy(p, obs, hidden, key):
-        products, glob = encode(obs)
-        heads, _ = net.apply(p.net, p.products.normalize(products), p.globals_.normalize(glob))
-        heads = A.with_supplier_prior(heads, config.supplier_prior * A.supplier_score(obs))
-        choice = A.mode(heads)
+        choice = A.mode(ppo.policy_heads(net, p, obs, config.supplier_prior))
         if stand_in is not None:
-            choice = choice.replace(supplier=_best(stand_in(obs, hidden), obs.quote_price))
+            supplier, _ = best_supplier(stand_in(obs, hidden), obs.quote_price)
+            choice = choice.replace(supplier=supplier.astype(jnp.int32))
         return A.decode(choice, obs)
 
     return policy, params
-
-
-def _best(score, price):
-    top = score == score.max(-1, keepdims=True)
-    return jnp.argmin(jnp.where(top, price, jnp.inf), -1).astype(jnp.int32)
 
 
 def main(argv=None):

@@ -134,16 +134,30 @@ def network(num_suppliers: int, hidden: int) -> ActorCritic:
     return ActorCritic(num_suppliers=num_suppliers, hidden=hidden)
 
 
+def forward(net: ActorCritic, params, products, glob, prior) -> tuple[A.Heads, jax.Array]:
+    """One store's (Heads, values [J]) from its normalised rows (products [J, F], glob [G]) and its supplier
+    prior [J, K]: what PPO plays, scores in its loss and ships as a policy."""
+    heads, value = net.apply(params, products, glob)
+    return A.with_supplier_prior(heads, prior), value
+
+
+def policy_heads(net: ActorCritic, params: PPOPolicyParams, obs, supplier_prior: float) -> A.Heads:
+    """One store's ``Heads`` as a trained policy acts on ``obs`` (its observation statistics, its prior)."""
+    products, glob = encode(obs)
+    prior = supplier_prior * A.supplier_score(obs)
+    return forward(
+        net, params.net, params.products.normalize(products), params.globals_.normalize(glob), prior
+    )[0]
+
+
 @functools.cache
-def make_policy(num_suppliers: int, hidden: int, supplier_prior: float = 0.0) -> Callable:
+def make_policy(num_suppliers: int, hidden: int, supplier_prior: float) -> Callable:
     """A rollout policy ``policy(PPOPolicyParams, obs, privileged, key) -> Action`` (cached per shape, so
     rollouts with it compile once). ``supplier_prior``: the ``PPOConfig`` value the network was trained with."""
     net = network(num_suppliers, hidden)
 
     def ppo_policy(params: PPOPolicyParams, obs, privileged, key):
-        products, glob = encode(obs)
-        heads, _ = net.apply(params.net, params.products.normalize(products), params.globals_.normalize(glob))
-        heads = A.with_supplier_prior(heads, supplier_prior * A.supplier_score(obs))
+        heads = policy_heads(net, params, obs, supplier_prior)
         sampled, best = A.sample(key, heads), A.mode(heads)
         choice = jax.tree.map(lambda s, b: jnp.where(params.greedy, b, s), sampled, best)
         return A.decode(choice, obs)
@@ -192,12 +206,7 @@ def make_parts(env: Env, config: PPOConfig) -> Parts:
     reset = jax.vmap(env.reset, in_axes=(0, None))
     step = jax.vmap(env.step, in_axes=(0, 0, 0, None))
 
-    def forward(params, products, glob, prior):
-        heads, value = jax.vmap(net.apply, in_axes=(None, 0, 0))(params, products, glob)
-        return jax.vmap(A.with_supplier_prior)(heads, prior), value
-
-    def prior_of(obs):
-        return config.supplier_prior * jax.vmap(A.supplier_score)(obs)
+    batch_forward = jax.vmap(functools.partial(forward, net), in_axes=(None, 0, 0, 0))
 
     def env_step(runner: Runner, pool, env_params):
         key, k_act, k_env = jax.random.split(runner.key, 3)
@@ -210,8 +219,8 @@ def make_parts(env: Env, config: PPOConfig) -> Parts:
         obs_p = runner.obs_products.update(raw_products.reshape(-1, F))
         obs_g = runner.obs_globals.update(raw_glob)
         products, glob = obs_p.normalize(raw_products), obs_g.normalize(raw_glob)
-        prior = prior_of(runner.obs)
-        heads, value = forward(runner.train.params, products, glob, prior)
+        prior = config.supplier_prior * jax.vmap(A.supplier_score)(runner.obs)
+        heads, value = batch_forward(runner.train.params, products, glob, prior)
         choice = jax.vmap(A.sample)(jax.random.split(k_act, B), heads)
         logp = jax.vmap(A.log_prob)(heads, choice)
         action = jax.vmap(A.decode)(choice, runner.obs)
@@ -264,7 +273,7 @@ def make_parts(env: Env, config: PPOConfig) -> Parts:
         return adv, adv + traj.value
 
     def loss_fn(params, batch: Transition, adv, target):
-        heads, value = forward(params, batch.products, batch.globals_, batch.supplier_prior)
+        heads, value = batch_forward(params, batch.products, batch.globals_, batch.supplier_prior)
         logp = jax.vmap(A.log_prob)(heads, batch.choice)
         ratio = jnp.exp(jnp.clip(logp - batch.logp, -20.0, 20.0))  # [N, J] per product
         a = (adv - adv.mean()) / (adv.std() + 1e-8)
@@ -301,11 +310,8 @@ def make_parts(env: Env, config: PPOConfig) -> Parts:
 
     def learn(runner: Runner, traj: Transition):
         products, glob = jax.vmap(encode)(runner.obs)
-        _, last_value = forward(
-            runner.train.params,
-            runner.obs_products.normalize(products),
-            runner.obs_globals.normalize(glob),
-            prior_of(runner.obs),
+        _, last_value = jax.vmap(net.apply, in_axes=(None, 0, 0))(  # the values only: no prior needed
+            runner.train.params, runner.obs_products.normalize(products), runner.obs_globals.normalize(glob)
         )
         adv, target = gae(traj, last_value)
         key, k_epochs = jax.random.split(runner.key)
