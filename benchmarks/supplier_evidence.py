@@ -6,7 +6,8 @@ The oracle (``rbjax.policies.oracle``) reads two hidden things: each supplier's 
 effects. Each row runs the same rule over the same ``--seeds`` evaluation seeds (those of
 ``benchmarks/baselines.py``) x 180 days with one of them replaced: no news (effects 0), and the supplier picked by
 an observable stand-in instead of the hidden quality (the cheapest quote, the dearest, the suppliers' ratings,
-their return rates, or ``rl.actions.supplier_score``). With ``--checkpoint``, the greedy PPO policy's own
+their return rates, or ``rl.actions.supplier_score``), and one more hidden rule: the cheapest supplier of
+quality at least 4. With ``--checkpoint``, the greedy PPO policy's own
 supplier choice is replaced the same way (its prices, orders and shelf unchanged). Writes
 benchmarks/out/supplier_evidence.md.
 """
@@ -32,9 +33,14 @@ from rbjax.state import Privileged
 
 OUT = Path(__file__).parent / "out"
 EVAL_KEY = 1_000_003  # benchmarks/baselines.py's evaluation seeds
+GOOD_QUALITY = 4.0  # a quality this high returns at most 5 % of units (docs/model.md, "Returns and reviews")
 
 STAND_INS = {  # name -> [J, K] score, higher = picked (ties: the cheaper quote)
     "hidden quality": lambda obs, hidden: hidden.quote_quality,
+    # every supplier of quality >= 4 ties at 5, so the cheapest of them is picked (none: the best quality)
+    "hidden quality >= 4, the cheapest": lambda obs, hidden: jnp.where(
+        hidden.quote_quality >= GOOD_QUALITY, 5.0, hidden.quote_quality
+    ),
     "cheapest quote": lambda obs, hidden: jnp.zeros_like(obs.quote_price),
     "dearest quote": lambda obs, hidden: obs.quote_price,
     "supplier rating": lambda obs, hidden: obs.supplier_rating,
