@@ -127,3 +127,25 @@ def test_single_line_orders_are_charged_as_the_order_matrix_charges_them():
         got, spent_lines, _, _ = orders.check_lines(_lines(seq, 480), price, funds, jnp.int32(15000), 8)
         assert float(spent_lines) == float(spent)  # to the bit
         assert [bool(accepted[j, k]) for j, k, *_ in seq] == np.asarray(got)[: len(seq)].tolist()
+
+
+def test_a_dense_order_and_the_same_single_line_orders_give_the_same_day(env, params, reset, step):
+    """``orders.as_lines``: an order matrix with invalid entries, a call order and refusals for want of funds
+    gives the same observation, state, reward and records through ``Action.lines``, bit for bit."""
+    rng = np.random.default_rng(3)
+    _, s = reset(jax.random.key(5), params)
+    order = np.where(rng.random((J, K)) < 0.3, rng.integers(1, 5000, (J, K)), 0).astype(np.float32)
+    order[0, :4] = [np.nan, -3.0, 0.5, 20_000.0]  # invalid, invalid, floors to no line, above the cap
+    dense = Action(
+        price=s.prices, shelf=s.shelf, order=jnp.asarray(order), order_rank=jnp.asarray(rng.permutation(J))
+    )
+    key = jax.random.key(9)
+    lines = dense.replace(
+        order=jnp.zeros_like(dense.order),
+        lines=orders.as_lines(dense.order, env.lead_days(key, s), dense.order_rank),
+    )
+    a, b = step(key, s, dense, params), step(key, s, lines, params)
+    info = a[-1]
+    assert int(info.invalid_orders) == 3 and int(info.refused_orders) > 0 and int(info.order_lines) > 10
+    same = jax.tree.map(lambda x, y: bool(jnp.array_equal(x, y, equal_nan=True)), a, b)
+    assert all(jax.tree.leaves(same)), same

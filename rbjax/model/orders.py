@@ -126,6 +126,34 @@ def lead_table(key, world: World) -> jax.Array:
     return rng.randint(key, world.transport_min, world.transport_max)
 
 
+def as_lines(order: jax.Array, lead: jax.Array, order_rank: jax.Array | None = None) -> OrderLines:
+    """``Action.order`` [J, K] as the J x K single-line orders it stands for, in call order (``order_rank``,
+    None: product index order), each with its ``lead`` [J, K] (``Env.lead_days``). Through ``Action.lines``
+    they give the same day, bit for bit (``benchmarks/order_paths.py`` times both forms).
+
+    Entries that ``sanitize`` drops as invalid (non-finite, negative, above the unit cap) stay live lines
+    that ``check_lines`` counts as invalid; entries that floor to 0 are padding.
+    """
+    J, K = order.shape
+    if order_rank is None:
+        product_at = jnp.arange(J, dtype=jnp.int32)
+    else:  # the product at each call position
+        product_at = (
+            jnp.zeros(J, jnp.int32).at[call_positions(order_rank)].set(jnp.arange(J, dtype=jnp.int32))
+        )
+    flat = jnp.floor(order[product_at]).reshape(-1)
+    finite = jnp.isfinite(flat)
+    units = jnp.where(finite, jnp.clip(flat, -1.0, 2.0**30), -1.0).astype(jnp.int32)
+    return OrderLines(
+        product=jnp.repeat(product_at, K),
+        supplier=jnp.tile(jnp.arange(K, dtype=jnp.int32), J),
+        units=units,
+        lead=lead[product_at].reshape(-1).astype(jnp.int32),
+        order=jnp.arange(J * K, dtype=jnp.int32),
+        live=units != 0,
+    )
+
+
 def check_lines(lines: OrderLines, quote_price, funds, max_units, pending_slots: int):
     """Validate and pay order lines in call order. Returns (accepted [L] bool, spent [], invalid, refused).
 
