@@ -37,6 +37,12 @@ def call_positions(order_rank: jax.Array) -> jax.Array:
     return rank(jnp.where(jnp.isnan(order_rank), jnp.inf, order_rank), descending=False)
 
 
+def products_at(positions: jax.Array) -> jax.Array:
+    """[J] int32 the product at each call position, from ``positions = call_positions(order_rank)``."""
+    J = positions.shape[0]
+    return jnp.zeros(J, jnp.int32).at[positions].set(jnp.arange(J, dtype=jnp.int32))
+
+
 def accept_by_funds(cost: jax.Array, funds: jax.Array, order_rank: jax.Array | None = None):
     """Greedy acceptance in call order: a line is accepted when its cost fits the funds left.
 
@@ -51,8 +57,7 @@ def accept_by_funds(cost: jax.Array, funds: jax.Array, order_rank: jax.Array | N
     J, K = cost.shape
     if order_rank is not None:  # permute the lines into call order once, outside the rounds
         pos = call_positions(order_rank)
-        product_at = jnp.zeros(J, jnp.int32).at[pos].set(jnp.arange(J, dtype=jnp.int32))
-        accepted, spent = accept_by_funds(cost[product_at], funds)
+        accepted, spent = accept_by_funds(cost[products_at(pos)], funds)
         return accepted[pos], spent
     accepted, spent = accept_in_order(cost.reshape(-1), funds)
     return accepted.reshape(J, K), spent
@@ -135,12 +140,9 @@ def as_lines(order: jax.Array, lead: jax.Array, order_rank: jax.Array | None = N
     that ``check_lines`` counts as invalid; entries that floor to 0 are padding.
     """
     J, K = order.shape
-    if order_rank is None:
-        product_at = jnp.arange(J, dtype=jnp.int32)
-    else:  # the product at each call position
-        product_at = (
-            jnp.zeros(J, jnp.int32).at[call_positions(order_rank)].set(jnp.arange(J, dtype=jnp.int32))
-        )
+    product_at = (
+        jnp.arange(J, dtype=jnp.int32) if order_rank is None else products_at(call_positions(order_rank))
+    )
     flat = jnp.floor(order[product_at]).reshape(-1)
     finite = jnp.isfinite(flat)
     units = jnp.where(finite, jnp.clip(flat, -1.0, 2.0**30), -1.0).astype(jnp.int32)
