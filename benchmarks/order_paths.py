@@ -3,12 +3,13 @@
     python benchmarks/order_paths.py [--stores 1024] [--days 20] [--pairs 5]
 
 A policy returns a dense [J, K] order; the agent tools place a list of lines (``OrderLines``, several orders of
-one product and supplier, multi-line orders). Keeping one implementation means converting one form into the
-other. Lines cannot become one dense grid (two orders of one product and supplier may arrive on different
-days), so the dense order would become J x K single-line orders. This script does that conversion at the top of
-the day for every store of a batch (the oracle's state after ``--days`` days, its order of that morning),
-checks that the two forms give the same day bit for bit, and times ``Env.step`` and the ``act`` sub-step
-through each path (alternating pairs, one process). Writes benchmarks/out/order_paths.md.
+one product and supplier, multi-line orders). Both forms go through one implementation: ``orders.from_order``
+and ``orders.from_lines`` lay them out by product (``orders.Slots``), ``orders.book`` pays and
+``orders.place`` places them. This script turns the oracle's dense order into its J x K single-line orders
+(``orders.as_lines``) for every store of a batch (the oracle's state after ``--days`` days), checks that the
+two forms give the same day bit for bit, and times ``Env.step`` and the ``act`` sub-step through each form
+(alternating pairs, one process): the lines form adds the layout's scatters. Writes
+benchmarks/out/order_paths.md.
 """
 
 from __future__ import annotations

@@ -161,7 +161,8 @@ class Env:
             if jnp.issubdtype(x.dtype, jnp.complexfloating):
                 raise ValueError(f"Action.{name} must be real, got dtype {x.dtype}")
         if action.lines is not None:
-            shapes = {k: getattr(getattr(action.lines, k), "shape", None) for k in vars(action.lines)}
+            fields = ("product", "supplier", "units", "lead", "order", "live")
+            shapes = {k: getattr(getattr(action.lines, k), "shape", None) for k in fields}
             if len(set(shapes.values())) != 1 or len(next(iter(shapes.values())) or ()) != 1:
                 raise ValueError(f"Action.lines fields must be 1-D of one length [L], got shapes {shapes}")
             for name in ("product", "supplier", "units", "lead", "order"):
@@ -172,6 +173,10 @@ class Env:
                     )
             if action.lines.live.dtype != jnp.bool_:
                 raise ValueError(f"Action.lines.live must be bool, got {action.lines.live.dtype}")
+            for name in ("per_product", "per_order"):
+                bound = getattr(action.lines, name)
+                if not isinstance(bound, int | np.integer) or bound < 0:
+                    raise ValueError(f"Action.lines.{name} must be an int >= 0 (0: L), got {bound!r}")
 
     def step(self, key: jax.Array, state: EnvState, action: Action, params: EnvParams):
         """One day. Returns (obs, state, reward, terminated, truncated, info: DayInfo).

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from flax import struct
 
 from rbjax.params import World
@@ -108,6 +109,11 @@ class OrderLines:
     The lines of one order are contiguous and share ``order``; the order is paid whole or refused whole
     when its cost exceeds the funds left (the reference's "Insufficient funds"). ``lead`` is the order's
     days to arrival (the reference's max over its lines), known when the order is placed.
+
+    ``per_product`` and ``per_order`` (static; 0: L) bound a day's lines of one product and of one order:
+    the layout the step pays and places them in (``orders.from_lines``) holds J x per_product lines, so
+    small bounds make a cheap step. Lines past a bound are invalid and counted. ``OrderLines.sized``
+    sets the smallest bounds that hold the given lines.
     """
 
     product: jax.Array  # int32
@@ -116,6 +122,26 @@ class OrderLines:
     lead: jax.Array  # int32 days from today to arrival, 1 .. pending_slots - 1
     order: jax.Array  # int32 the order the line belongs to
     live: jax.Array  # bool False: padding
+    per_product: int = struct.field(pytree_node=False, default=0)
+    per_order: int = struct.field(pytree_node=False, default=0)
+
+    @classmethod
+    def sized(cls, **fields) -> OrderLines:
+        """Lines from concrete [..., L] fields with bounds that hold them: the most lines of one product
+        and of one order in any row, rounded up to a power of two from 8 (a few shapes, a few compilations)."""
+        product, order, live = (
+            np.asarray(fields[k]).reshape(-1, np.shape(fields[k])[-1]) for k in ("product", "order", "live")
+        )
+        L = product.shape[-1]
+        most_product = most_order = 1
+        for p, o, alive in zip(product, order, live):
+            if alive.any():
+                most_product = max(most_product, np.unique(p[alive], return_counts=True)[1].max())
+                idx = np.arange(L)
+                start = np.maximum.accumulate(np.where(np.r_[True, o[1:] != o[:-1]], idx, 0))
+                most_order = max(most_order, (idx - start + 1)[alive].max())  # as orders.from_lines counts
+        bound = lambda n: int(min(L, max(8, 1 << int(n - 1).bit_length())))
+        return cls(**fields, per_product=bound(most_product), per_order=bound(most_order))
 
     @classmethod
     def empty(cls, n: int) -> OrderLines:

@@ -46,11 +46,18 @@ def test_invalid_actions_are_masked_and_counted(env, params, reset, step):
     assert int(info.refused_orders) == 1 and int(info.ordered[0]) == 0 and int(info.ordered[1]) == 1
 
 
+def _book_order(cost, funds, rank=None):
+    """Pays a [J, K] order of lines costing ``cost`` (unit prices, units 1) through ``orders.from_order``."""
+    slots = orders.from_order((cost > 0).astype(jnp.float32), jnp.full(cost.shape, 3), rank)
+    accepted, spent, _, _ = orders.book(slots, cost, funds, jnp.int32(100), 8)
+    return accepted, spent
+
+
 def test_funds_refuse_orders_in_call_order_and_a_refusal_does_not_block():
     cost = jnp.zeros((4, 2)).at[0, 0].set(60.0).at[1, 1].set(50.0).at[2, 0].set(30.0)
-    by_index, spent = orders.accept_by_funds(cost, jnp.float32(100.0))
+    by_index, spent = _book_order(cost, jnp.float32(100.0))
     assert np.flatnonzero(np.asarray(by_index).any(1)).tolist() == [0, 2] and float(spent) == 90.0
-    ranked, spent = orders.accept_by_funds(cost, jnp.float32(100.0), jnp.array([1, 0, 2, 3]))
+    ranked, spent = _book_order(cost, jnp.float32(100.0), jnp.array([1, 0, 2, 3]))
     assert np.flatnonzero(np.asarray(ranked).any(1)).tolist() == [1, 2] and float(spent) == 80.0
 
 
@@ -58,7 +65,8 @@ def test_supplier_ranks_count_lines_by_quality_then_price():
     quality = jnp.array([[4.0, 4.5, 4.5], [3.0, 2.0, 1.0]])
     price = jnp.array([[1.0, 3.0, 2.0], [5.0, 4.0, 1.0]])
     lines = jnp.array([[True, False, True], [False, False, True]])
-    ranks = {k: int(v) for k, v in orders.supplier_ranks(lines, quality, price).items()}
+    slots = orders.from_order(lines.astype(jnp.float32), jnp.full((2, 3), 3))
+    ranks = {k: int(v) for k, v in orders.ranks(slots, lines, quality, price).items()}
     # product 0: supplier 2 is rank 1 (quality 4.5, cheaper than 1), supplier 0 rank 3; product 1: supplier 2 rank 3
     assert ranks == dict(order_lines=3, quality_rank_sum=1 + 3 + 3, quality_first=1, price_first=2)
 
@@ -119,7 +127,8 @@ def test_single_line_orders_are_charged_as_the_order_matrix_charges_them():
         order = np.where(rng.random((96, 5)) < 0.2, rng.integers(1, 500, (96, 5)), 0)
         rank = jnp.asarray(rng.permutation(96), jnp.float32)
         funds = jnp.float32(rng.uniform(1000, 20000))
-        accepted, spent = orders.accept_by_funds(jnp.asarray(order * price), funds, rank)
+        slots = orders.from_order(jnp.asarray(order, jnp.float32), jnp.full((96, 5), 3), rank)
+        accepted, spent, _, _ = orders.book(slots, price, funds, jnp.int32(15000), 8)
         seq = [
             (j, k, order[j, k], 3, n)
             for n, (j, k) in enumerate((j, k) for j in np.argsort(rank) for k in range(5) if order[j, k])
@@ -149,3 +158,70 @@ def test_a_dense_order_and_the_same_single_line_orders_give_the_same_day(env, pa
     assert int(info.invalid_orders) == 3 and int(info.refused_orders) > 0 and int(info.order_lines) > 10
     same = jax.tree.map(lambda x, y: bool(jnp.array_equal(x, y, equal_nan=True)), a, b)
     assert all(jax.tree.leaves(same)), same
+
+
+@pytest.mark.parametrize("L", [6, 12])  # slots a product: passes unrolled, and a loop (more than 8)
+def test_lines_of_one_product_share_its_ring_cell_and_the_last_placed_supplier_stays(L):
+    """``from_lines`` + ``place``: interleaved lines of one product sum into its (arrival day, product) cell,
+    whose supplier is the last line placed there; a multi-line order lands on every product it names."""
+    from rbjax.state import Pending
+
+    J, D = 3, 8
+    price = jnp.asarray([[1.0, 2.0], [3.0, 5.0], [7.0, 11.0]], jnp.float32)
+    quality = jnp.asarray([[4.0, 2.0], [1.0, 3.0], [5.0, 5.0]], jnp.float32)
+    # (product, supplier, units, lead, order): product 0 three times (suppliers 1, 0, then 1 on another day),
+    # between them a two-line order over products 1 and 2
+    rows = [(0, 1, 10, 3, 0), (1, 0, 4, 2, 1), (2, 1, 1, 2, 1), (0, 0, 5, 3, 2), (0, 1, 2, 4, 3)]
+    lines = _lines(rows, L)
+    slots, line_slot, unplaced = orders.from_lines(lines, J)
+    accepted, spent, invalid, refused = orders.book(slots, price, jnp.float32(1e6), jnp.int32(100), D)
+    assert int(unplaced) == int(invalid) == int(refused) == 0
+    assert orders.per_line(accepted, line_slot).tolist()[:5] == [True] * 5
+    assert float(spent) == 10 * 2.0 + 4 * 3.0 + 1 * 11.0 + 5 * 1.0 + 2 * 2.0
+    empty = Pending(
+        qty=jnp.zeros((D, J), jnp.int32),
+        cost=jnp.zeros((D, J), jnp.float32),
+        quality=jnp.zeros((D, J), jnp.float32),
+        supplier=jnp.full((D, J), -1, jnp.int8),
+    )
+    ring = orders.place(empty, slots, jnp.where(accepted, slots.units, 0), price, quality, jnp.int32(0))
+    assert int(ring.qty[3, 0]) == 15 and float(ring.cost[3, 0]) == 10 * 2.0 + 5 * 1.0
+    assert float(ring.quality[3, 0]) == 10 * 2.0 + 5 * 4.0 and int(ring.supplier[3, 0]) == 0  # the later line
+    assert int(ring.qty[4, 0]) == 2 and int(ring.supplier[4, 0]) == 1
+    assert ring.qty[2, 1:].tolist() == [4, 1] and ring.supplier[2, 1:].tolist() == [0, 1]
+    assert int(ring.qty.sum()) == 10 + 4 + 1 + 5 + 2
+
+
+def test_sized_lines_hold_their_lines_and_lines_past_a_bound_are_counted_invalid():
+    """``OrderLines.sized`` bounds (lines of one product, of one order) hold every live line, so the day is
+    the one with no bounds; a line past a bound set by hand is invalid, counted, and not charged."""
+    from rbjax.state import OrderLines
+
+    price = jnp.ones((4, 2), jnp.float32)
+    rows = [(1, 0, 1, 3, n) for n in range(9)] + [(2, 1, 1, 3, 9)] * 3  # 9 lines of product 1, a 3-line order
+    full = _lines(rows, 16)
+    cols = {
+        k: np.asarray(getattr(full, k)) for k in ("product", "supplier", "units", "lead", "order", "live")
+    }
+    sized = OrderLines.sized(**cols)
+    assert (sized.per_product, sized.per_order) == (16, 8)  # 9 -> 16; 3 -> 8 (powers of two from 8)
+    pay = lambda lines: orders.check_lines(lines, price, jnp.float32(1e6), jnp.int32(100), 8)
+    for a, b in zip(pay(full), pay(sized)):
+        assert np.array_equal(np.asarray(a), np.asarray(b))
+    tight = OrderLines(**cols, per_product=8, per_order=2)
+    accepted, spent, invalid, refused = pay(tight)
+    # product 1's 9th line passes 8; the 3-line order's third line passes 2 (its first two are paid)
+    assert int(invalid) == 2 and float(spent) == 8 + 2 and int(refused) == 0
+    assert np.asarray(accepted)[:12].tolist() == [True] * 8 + [False, True, True, False]
+
+
+def test_bad_line_bounds_are_refused_at_the_boundary(env, params, reset):
+    from rbjax.state import OrderLines
+
+    _, state = reset(jax.random.key(0), params)
+    lines = _lines([(0, 0, 5, 3, 0)])
+    bad = OrderLines(**{**vars(lines), "per_product": -1})
+    with pytest.raises(ValueError, match="per_product"):
+        env.step(
+            jax.random.key(1), state, Action(state.prices, state.shelf, jnp.zeros((J, K)), lines=bad), params
+        )

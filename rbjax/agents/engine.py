@@ -48,7 +48,7 @@ class AgentEngine:
     def pay(self, lines: dict, quote_price: np.ndarray, funds) -> tuple[np.ndarray, np.float32]:
         """The step's payment of one store's order lines so far: (accepted [L], spent)."""
         accepted, spent, _, _ = self.programs["pay"](
-            OrderLines(**lines),
+            OrderLines.sized(**lines),
             quote_price,
             np.float32(funds),
             self.params.max_units_per_order,
@@ -115,7 +115,7 @@ class AgentEngine:
             shelf=shelf,
             order=np.zeros((B, J, K), np.float32),
             set_price=set_price,
-            lines=OrderLines(**lines),
+            lines=OrderLines.sized(**lines),
         )
         self.obs, self.state, info, detail, lead = self.programs["step"](
             self.k_run, self.state, action, active, self.params

@@ -46,33 +46,18 @@ def act(
     wanted_shelf = action.shelf.astype(bool)
     shelf_ok = wanted_shelf.sum() <= params.shelf_capacity
     if action.lines is None:
-        units, invalid_orders = orders.sanitize(action.order.astype(f), params.max_units_per_order)
-        accepted, spent = orders.accept_by_funds(
-            units.astype(f) * quotes.quote_price, state.funds, action.order_rank
-        )
-        refused = jnp.sum((units > 0) & ~accepted, dtype=jnp.int32)
-        (units,) = materialize(jnp.where(accepted, units, 0))
-        pending = orders.place(
-            key, state.pending, units, quotes.quote_price, quotes.quote_quality, state.world, cal
-        )
-        ordered = units.sum(-1)
-        line_records = orders.supplier_ranks(units > 0, quotes.quote_quality, quotes.quote_price)
-        line_accepted = jnp.zeros(0, bool)
-    else:
-        lines = action.lines
-        line_accepted, spent, invalid_orders, refused = orders.check_lines(
-            lines, quotes.quote_price, state.funds, params.max_units_per_order, cfg.pending_slots
-        )
-        invalid_orders = invalid_orders + jnp.sum(action.order != 0, dtype=jnp.int32)
-        pending = orders.place_lines(
-            state.pending, lines, line_accepted, quotes.quote_price, quotes.quote_quality, cal
-        )
-        ordered = (
-            jnp.zeros(cfg.num_products, jnp.int32)
-            .at[lines.product]
-            .add(jnp.where(line_accepted, lines.units, 0), mode="drop")
-        )
-        line_records = orders.line_ranks(lines, line_accepted, quotes.quote_quality, quotes.quote_price)
+        lead = orders.lead_table(key, state.world)
+        slots = orders.from_order(action.order.astype(f), lead, action.order_rank)
+        unplaced = jnp.zeros((), jnp.int32)
+    else:  # the agent tools' lines; ``order`` must be zero (its nonzero entries are counted invalid)
+        slots, line_slot, unplaced = orders.from_lines(action.lines, cfg.num_products)
+        unplaced = unplaced + jnp.sum(action.order != 0, dtype=jnp.int32)
+    accepted, spent, invalid_orders, refused = orders.book(
+        slots, quotes.quote_price, state.funds, params.max_units_per_order, cfg.pending_slots
+    )
+    (units,) = materialize(jnp.where(accepted, slots.units, 0))
+    pending = orders.place(state.pending, slots, units, quotes.quote_price, quotes.quote_quality, cal)
+    line_accepted = jnp.zeros(0, bool) if action.lines is None else orders.per_line(accepted, line_slot)
     state = state.replace(
         prices=jnp.where(price_ok, price, state.prices),
         shelf=jnp.where(shelf_ok, wanted_shelf, state.shelf),
@@ -81,17 +66,17 @@ def act(
     )
     return state, dict(
         order_cost=spent,
-        ordered=ordered,
+        ordered=units.sum(-1),
         price_changed=price_ok,
         invalid_prices=jnp.sum(price_call & ~price_valid),
         shelf_refused=~shelf_ok,
-        invalid_orders=invalid_orders,
+        invalid_orders=invalid_orders + unplaced,
         refused_orders=refused,
         invalid_ranks=jnp.zeros((), jnp.int32)
         if action.order_rank is None
         else jnp.sum(jnp.isnan(action.order_rank), dtype=jnp.int32),
         line_accepted=line_accepted,
-        **line_records,
+        **orders.ranks(slots, units > 0, quotes.quote_quality, quotes.quote_price),
     )
 
 

@@ -2,14 +2,22 @@
 
 Rule for several orders on one day: every nonzero (product, supplier) entry of ``Action.order`` is one
 single-line ``place_order`` call. Calls are placed product by product in ``Action.order_rank`` order
-(default: product index), a product's lines in supplier order. A line is refused whole when its cost
-exceeds the funds left after the lines before it (as the reference refuses "Insufficient funds"), and
-a refused line does not block a later cheaper one.
-Quantities are floored to whole units; negative or non-finite quantities, and lines above the per-order
+(default: product index), a product's lines in supplier order. An order is refused whole when its cost
+exceeds the funds left after the orders before it (as the reference refuses "Insufficient funds"), and
+a refused order does not block a later cheaper one.
+Quantities are floored to whole units; negative or non-finite quantities, and orders above the per-order
 unit cap, are refused and counted.
+
+One implementation pays and places both forms of a day's orders. ``from_order`` (the dense [J, K] order
+policies return) and ``from_lines`` (the ``OrderLines`` the agent tools place) lay the lines out by product
+as ``Slots``; ``book`` validates and pays them in call order and ``place`` adds them to the pending ring.
+By product, because the ring is [D, J]: each slot column adds to the ring with elementwise passes, where a
+list of lines in call order would scatter, which XLA:CPU runs element by element.
 """
 
 from __future__ import annotations
+
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -20,12 +28,29 @@ from rbjax.params import World
 from rbjax.state import OrderLines, Pending
 
 
-def sanitize(order: jax.Array, max_units: jax.Array):
-    """Returns (units [J, K] int32 >= 0, invalid line count)."""
-    finite = jnp.isfinite(order)
-    units = jnp.floor(jnp.where(finite, order, 0.0))
-    invalid = ~finite | (units < 0) | (units > max_units)
-    return jnp.where(invalid, 0, units).astype(jnp.int32), jnp.sum(invalid, dtype=jnp.int32)
+class Slots(NamedTuple):
+    """A day's order lines laid out by product, and the order of the calls.
+
+    units, lead, live: [J, M], slot (j, m) holds product j's m-th line of the day (a product's lines in call
+    order); live False: no line; units < 1 (or a field out of range) on a live slot: an invalid line.
+    supplier: [J, M] int32, or None: slot m's supplier is m (the dense order, M = K).
+    The calls are read in blocks of W consecutive slots of a row (W = 1 for lines, W = K for the dense
+    order, whose products' lines are consecutive calls): block b = (j, m // W) of the [J * M // W, W] view.
+    members: [P, G] int32, the p-th call block's lines: order p * W + w (the w-th of the block's orders, in
+      call order) is slot w of blocks members[p, 0 .. G - 1] (J * M // W: none), its lines in call order.
+    order: [J, M // W] int32, the call block p of each block of slots.
+    """
+
+    units: jax.Array
+    lead: jax.Array
+    live: jax.Array
+    supplier: jax.Array | None
+    order: jax.Array
+    members: jax.Array
+
+    @property
+    def width(self) -> int:
+        return self.units.shape[1] // self.order.shape[1]
 
 
 def call_positions(order_rank: jax.Array) -> jax.Array:
@@ -43,24 +68,121 @@ def products_at(positions: jax.Array) -> jax.Array:
     return jnp.zeros(J, jnp.int32).at[positions].set(jnp.arange(J, dtype=jnp.int32))
 
 
-def accept_by_funds(cost: jax.Array, funds: jax.Array, order_rank: jax.Array | None = None):
-    """Greedy acceptance in call order: a line is accepted when its cost fits the funds left.
+def whole_units(order: jax.Array) -> jax.Array:
+    """Units of a dense order, floored: [J, K] int32, -1 (invalid) where non-finite, 0 where no line."""
+    floored = jnp.floor(order)
+    return jnp.where(jnp.isfinite(floored), jnp.clip(floored, -1.0, 2.0**30), -1.0).astype(jnp.int32)
 
-    cost: [J, K] line costs (0 = no line); order_rank: [J] position of each product's lines (None: index
-    order). Returns (accepted [J, K] bool, spent []).
 
-    Loop-free per round: with the prefix sums of the undecided lines in call order, the lines up to the
-    first one that does not fit are accepted, that line is refused, and so is every later line dearer than
-    the funds then left (funds only fall). The next round resumes after the refused line. Rounds = 1 + the
-    number of refusals that are followed by an affordable line, usually 1.
+def from_order(order: jax.Array, lead: jax.Array, order_rank: jax.Array | None = None) -> Slots:
+    """``Action.order`` [J, K] as slots: product j's line m is its order of supplier m (M = K), each line its
+    own order (G = 1), orders in call order by ``order_rank`` (None: product index), with ``lead`` [J, K]."""
+    J, K = order.shape
+    pos = jnp.arange(J, dtype=jnp.int32) if order_rank is None else materialize(call_positions(order_rank))[0]
+    product_at = jnp.arange(J, dtype=jnp.int32) if order_rank is None else products_at(pos)
+    units = whole_units(order)
+    return Slots(
+        units=units,
+        lead=materialize(lead.astype(jnp.int32))[0],  # a sampler: drawn once, read by every check and pass
+        live=units != 0,
+        supplier=None,
+        order=pos[:, None],
+        members=product_at[:, None],
+    )
+
+
+def from_lines(lines: OrderLines, num_products: int) -> tuple[Slots, jax.Array, jax.Array]:
+    """``OrderLines`` [L] as slots: M = ``lines.per_product``, G = ``lines.per_order`` (0: L each).
+
+    Returns (slots, each line's flat slot [L] (-1: not placed), the live lines not placed: those whose
+    product is out of range or that pass a bound; invalid and counted).
     """
-    J, K = cost.shape
-    if order_rank is not None:  # permute the lines into call order once, outside the rounds
-        pos = call_positions(order_rank)
-        accepted, spent = accept_by_funds(cost[products_at(pos)], funds)
-        return accepted[pos], spent
-    accepted, spent = accept_in_order(cost.reshape(-1), funds)
-    return accepted.reshape(J, K), spent
+    J, L = num_products, lines.units.shape[0]
+    M, G = lines.per_product or L, lines.per_order or L
+    known = lines.live & (lines.product >= 0) & (lines.product < J)
+    product = jnp.where(known, lines.product, 0)
+    idx = jnp.arange(L, dtype=jnp.int32)
+    group = jnp.where(known, product, J)  # lines of unknown products last
+    by_product = jnp.argsort(group, stable=True)  # call order kept within a product
+    grouped = group[by_product]
+    group_start = jax.lax.cummax(jnp.where((idx == 0) | (grouped != jnp.roll(grouped, 1)), idx, 0))
+    earlier = jnp.zeros(L, jnp.int32).at[by_product].set(idx - group_start)  # the product's earlier lines
+    first = (idx == 0) | (lines.order != jnp.roll(lines.order, 1))
+    order = jnp.cumsum(first, dtype=jnp.int32) - 1  # the lines of one order are contiguous
+    within = idx - jax.lax.cummax(jnp.where(first, idx, 0))
+    placed = known & (earlier < M) & (within < G)
+    flat = jnp.where(placed, product * M + earlier, J * M)
+    at_slot = lambda x, fill: jnp.full(J * M, fill, x.dtype).at[flat].set(x, mode="drop").reshape(J, M)
+    slots = Slots(
+        units=at_slot(lines.units, 0),
+        lead=at_slot(lines.lead, 0),
+        live=at_slot(placed, False),
+        supplier=at_slot(lines.supplier, 0),
+        order=at_slot(order, 0),
+        members=jnp.full((L, G), J * M, jnp.int32).at[order, within].set(flat, mode="drop"),
+    )
+    return slots, jnp.where(placed, flat, -1), jnp.sum(lines.live & ~placed, dtype=jnp.int32)
+
+
+def by_supplier(table: jax.Array, slots: Slots) -> jax.Array:
+    """[J, M] ``table[j, supplier of slot (j, m)]`` for a [J, K] table, 0 where the supplier is out of range
+    (K selects: a gather per slot costs more on CPU)."""
+    if slots.supplier is None:
+        return table
+    out = jnp.zeros(slots.supplier.shape, table.dtype)
+    for k in range(table.shape[1]):
+        out = jnp.where(slots.supplier == k, table[:, k : k + 1], out)
+    return materialize(out)[0]  # computed once, not in each consumer
+
+
+def order_sums(slots: Slots, *xs: jax.Array) -> tuple[jax.Array, ...]:
+    """[O] each order's sum of each of ``xs`` [J, M] over its lines, in call order."""
+    W = slots.width
+    blocks = [x.reshape(-1, W) for x in xs]
+
+    def lines(g):  # [P, W] each the g-th line of every order
+        member = slots.members[:, g]
+        here = (member < blocks[0].shape[0])[:, None]
+        return tuple(jnp.where(here, jnp.take(b, member, axis=0, mode="clip"), 0) for b in blocks)
+
+    add = lambda g, acc: tuple(a + x for a, x in zip(acc, lines(g)))
+    return tuple(x.reshape(-1) for x in _fold(add, slots.members.shape[1] - 1, lines(0), start=1))
+
+
+def to_slots(slots: Slots, x: jax.Array) -> jax.Array:
+    """[J, M] each slot's value of ``x`` [O], a value per order in call order."""
+    J, M = slots.units.shape
+    return jnp.take(x.reshape(-1, slots.width), slots.order.reshape(-1), axis=0, mode="clip").reshape(J, M)
+
+
+def book(slots: Slots, quote_price, funds, max_units, pending_slots: int):
+    """Validate and pay the orders in call order. Returns (accepted [J, M] bool, spent [], invalid, refused).
+
+    A line is invalid (dropped, counted) when its supplier or lead is out of range or its units are < 1; an
+    order whose units exceed ``max_units`` is invalid whole. Each valid order is then paid whole or refused
+    whole (``accept_in_order`` on the orders' costs in call order).
+    """
+    valid = (
+        slots.live
+        & (by_supplier(jnp.ones(quote_price.shape, bool), slots))  # a supplier in range
+        & (slots.units >= 1)
+        & (slots.lead >= 1)
+        & (slots.lead < pending_slots)
+    )
+    # units summed as floats capped at max_units + 1 (exact): an int32 sum of huge lines would wrap below the cap
+    f = quote_price.dtype
+    capped = jnp.minimum(slots.units.astype(f), jnp.asarray(max_units, f) + 1)
+    price = by_supplier(quote_price, slots)
+    cost = slots.units.astype(f) * price
+    units, cost = order_sums(slots, jnp.where(valid, capped, 0), jnp.where(valid, cost, 0))  # [O] each
+    within_cap = units <= max_units
+    paid, spent = accept_in_order(jnp.where(within_cap, cost, 0), funds)
+    status = within_cap.astype(jnp.int32) + 2 * paid.astype(jnp.int32)  # one gather back to the slots
+    status = to_slots(slots, status)
+    valid = valid & (status % 2 == 1)
+    accepted = valid & (status >= 2)
+    count = lambda x: jnp.sum(x, dtype=jnp.int32)
+    return accepted, spent, count(slots.live & ~valid), count(valid & ~accepted)
 
 
 def prefix_sums(x: jax.Array, live: jax.Array) -> jax.Array:
@@ -77,7 +199,13 @@ def prefix_sums(x: jax.Array, live: jax.Array) -> jax.Array:
 
 
 def accept_in_order(flat: jax.Array, funds: jax.Array):
-    """``accept_by_funds`` on costs already in call order: flat [N] (0 = no order). Returns (accepted [N], spent)."""
+    """Greedy acceptance of costs in call order: flat [N] (0 = no order). Returns (accepted [N], spent).
+
+    Loop-free per round: with the prefix sums of the undecided orders, those up to the first one that does
+    not fit are accepted, that one is refused, and so is every later one dearer than the funds then left
+    (funds only fall). The next round resumes after the refused one. Rounds = 1 + the number of refusals
+    that are followed by an affordable order, usually 1.
+    """
 
     def round_(carry):
         undecided, accepted, left = carry
@@ -95,34 +223,42 @@ def accept_in_order(flat: jax.Array, funds: jax.Array):
     return accepted, funds - left
 
 
-def place(key, pending: Pending, units, quote_price, quote_quality, world: World, cal_day) -> Pending:
-    """Draw lead times ~ UniformInt[tmin, tmax] per line and add the lines to the pending ring.
+def place(pending: Pending, slots: Slots, units, quote_price, quote_quality, cal_day) -> Pending:
+    """Add the accepted ``units`` [J, M] int32 (0: none) to the pending ring at ``cal_day + lead``.
 
-    units: [J, K] accepted units. For one (arrival day, product) the ring keeps the supplier of the last
-    line placed (lines are placed in supplier order), which ``inventory.receive`` gives the lot.
+    For one (arrival day, product) the ring keeps the supplier of the last line placed (a product's slots
+    are in call order), which ``inventory.receive`` gives the lot.
     """
-    D, K = pending.qty.shape[0], units.shape[-1]
-    (lead,) = materialize(lead_table(key, world))  # drawn once, read D*K times
-    slot = (cal_day + lead) % D  # [J, K]
+    D = pending.qty.shape[0]
+    (slot,) = materialize((cal_day + slots.lead) % D)  # [J, M], read D times a column
     u = units.astype(quote_price.dtype)
-    lines = (u, u * quote_price, u * quote_quality)
-    added = [[jnp.zeros_like(u[:, 0]) for _ in range(D)] for _ in lines]
-    for k in range(K):  # unrolled one-hot scatter: elementwise passes beat a [J, K, D] reduction on CPU
-        for d in range(D):
-            hit = slot[:, k] == d
-            for x, acc in zip(lines, added):
-                acc[d] = acc[d] + jnp.where(hit, x[:, k], 0.0)
-    qty, cost, quality = (jnp.stack(acc) for acc in added)  # [D, J]
-    supplier, ring_day = pending.supplier, jnp.arange(D)[:, None]
-    for k in range(K):
-        hit = (slot[:, k][None, :] == ring_day) & (units[:, k] > 0)[None, :]
-        supplier = jnp.where(hit, jnp.int8(k), supplier)
+    cost, quality = u * by_supplier(quote_price, slots), u * by_supplier(quote_quality, slots)
+    K = quote_price.shape[1]
+    supplier = jnp.broadcast_to(jnp.arange(K), units.shape) if slots.supplier is None else slots.supplier
+    columns = (units, cost, quality)
+    ring_day = jnp.arange(D)[:, None]
+
+    def add(m, rings):
+        hit = slot[:, m][None, :] == ring_day  # [D, J]
+        sums = tuple(r + jnp.where(hit, x[:, m][None, :], 0) for r, x in zip(rings[:3], columns))
+        last = jnp.where(hit & (units[:, m] > 0)[None, :], supplier[:, m].astype(jnp.int8), rings[3])
+        return (*sums, last)
+
+    zeros = tuple(jnp.zeros((D, slot.shape[0]), x.dtype) for x in columns)
+    qty, cost, quality, last = _fold(add, slot.shape[1], (*zeros, pending.supplier))
     return Pending(
-        qty=pending.qty + qty.astype(jnp.int32),
-        cost=pending.cost + cost,
-        quality=pending.quality + quality,
-        supplier=supplier,
+        qty=pending.qty + qty, cost=pending.cost + cost, quality=pending.quality + quality, supplier=last
     )
+
+
+def _fold(body, n: int, init, start: int = 0):
+    """``body(i, carry)`` for i in start .. start + n - 1, in order: unrolled for a few (the dense order's K
+    columns, fused by XLA), a loop for many (the agent tools' L slots)."""
+    if n > 8:
+        return jax.lax.fori_loop(start, start + n, body, init)
+    for i in range(start, start + n):
+        init = body(i, init)
+    return init
 
 
 def lead_table(key, world: World) -> jax.Array:
@@ -133,19 +269,18 @@ def lead_table(key, world: World) -> jax.Array:
 
 def as_lines(order: jax.Array, lead: jax.Array, order_rank: jax.Array | None = None) -> OrderLines:
     """``Action.order`` [J, K] as the J x K single-line orders it stands for, in call order (``order_rank``,
-    None: product index order), each with its ``lead`` [J, K] (``Env.lead_days``). Through ``Action.lines``
-    they give the same day, bit for bit (``benchmarks/order_paths.py`` times both forms).
+    None: product index order), each with its ``lead`` [J, K] (``Env.lead_days``), at most K lines a
+    product and 1 an order. Through ``Action.lines`` they give the same day, bit for bit
+    (``benchmarks/order_paths.py`` times both forms).
 
-    Entries that ``sanitize`` drops as invalid (non-finite, negative, above the unit cap) stay live lines
-    that ``check_lines`` counts as invalid; entries that floor to 0 are padding.
+    Entries that are invalid (non-finite, negative, above the unit cap) stay live lines that ``book``
+    counts as invalid; entries that floor to 0 are padding.
     """
     J, K = order.shape
     product_at = (
         jnp.arange(J, dtype=jnp.int32) if order_rank is None else products_at(call_positions(order_rank))
     )
-    flat = jnp.floor(order[product_at]).reshape(-1)
-    finite = jnp.isfinite(flat)
-    units = jnp.where(finite, jnp.clip(flat, -1.0, 2.0**30), -1.0).astype(jnp.int32)
+    units = whole_units(order[product_at]).reshape(-1)
     return OrderLines(
         product=jnp.repeat(product_at, K),
         supplier=jnp.tile(jnp.arange(K, dtype=jnp.int32), J),
@@ -153,63 +288,22 @@ def as_lines(order: jax.Array, lead: jax.Array, order_rank: jax.Array | None = N
         lead=lead[product_at].reshape(-1).astype(jnp.int32),
         order=jnp.arange(J * K, dtype=jnp.int32),
         live=units != 0,
+        per_product=K,
+        per_order=1,
     )
 
 
 def check_lines(lines: OrderLines, quote_price, funds, max_units, pending_slots: int):
-    """Validate and pay order lines in call order. Returns (accepted [L] bool, spent [], invalid, refused).
-
-    A line is invalid (dropped, counted) when its product, supplier or lead is out of range or its units
-    are < 1; an order whose units exceed ``max_units`` is invalid whole. The valid orders are then paid
-    with ``accept_in_order`` on their costs (each at its first line's position), so single-line orders
-    are charged exactly as the same lines through ``Action.order``.
-    """
-    J, K = quote_price.shape
-    L = lines.units.shape[0]
-    idx = jnp.arange(L, dtype=jnp.int32)
-    valid = (
-        lines.live
-        & (lines.product >= 0)
-        & (lines.product < J)
-        & (lines.supplier >= 0)
-        & (lines.supplier < K)
-        & (lines.units >= 1)
-        & (lines.lead >= 1)
-        & (lines.lead < pending_slots)
-    )
-    first = (idx == 0) | (lines.order != jnp.roll(lines.order, 1))
-    head = jax.lax.cummax(jnp.where(first, idx, 0))  # the first line of each line's order
-    # summed as float32 of units capped at max_units + 1: an int32 sum of huge lines would wrap below the cap
-    capped = jnp.minimum(lines.units.astype(jnp.float32), jnp.float32(max_units) + 1.0)
-    order_units = jnp.zeros(L, jnp.float32).at[head].add(jnp.where(valid, capped, 0.0))
-    valid = valid & (order_units[head] <= max_units)
-    price = quote_price[jnp.clip(lines.product, 0, J - 1), jnp.clip(lines.supplier, 0, K - 1)]
-    line_cost = jnp.where(valid, lines.units.astype(price.dtype) * price, 0.0)
-    order_cost = jnp.zeros(L, price.dtype).at[head].add(line_cost)
-    paid, spent = accept_in_order(order_cost, funds)
-    accepted = valid & paid[head]
-    count = lambda x: jnp.sum(x, dtype=jnp.int32)
-    return accepted, spent, count(lines.live & ~valid), count(valid & ~paid[head])
+    """``book`` for order lines, per line: (accepted [L] bool, spent [], invalid, refused). The agent tools'
+    payment preview (``agents.draft``) and ``Env.step`` both pay lines through it."""
+    slots, line_slot, unplaced = from_lines(lines, quote_price.shape[0])
+    accepted, spent, invalid, refused = book(slots, quote_price, funds, max_units, pending_slots)
+    return per_line(accepted, line_slot), spent, invalid + unplaced, refused
 
 
-def place_lines(
-    pending: Pending, lines: OrderLines, accepted, quote_price, quote_quality, cal_day
-) -> Pending:
-    """Add accepted lines to the pending ring at ``cal_day + lead``; the ring's supplier for an (arrival
-    day, product) is that of the last line placed there (as ``place``)."""
-    D, J = pending.qty.shape
-    u = jnp.where(accepted, lines.units, 0)
-    p, k = jnp.clip(lines.product, 0, J - 1), jnp.clip(lines.supplier, 0, quote_price.shape[1] - 1)
-    slot = (cal_day + lines.lead) % D
-    uf = u.astype(quote_price.dtype)
-    add = lambda x: jnp.zeros((D, J), x.dtype).at[slot, p].add(x)
-    last = jnp.full((D, J), -1, jnp.int32).at[slot, p].max(jnp.where(accepted, jnp.arange(u.shape[0]), -1))
-    return Pending(
-        qty=pending.qty + add(u),
-        cost=pending.cost + add(uf * quote_price[p, k]),
-        quality=pending.quality + add(uf * quote_quality[p, k]),
-        supplier=jnp.where(last >= 0, k[jnp.maximum(last, 0)].astype(jnp.int8), pending.supplier),
-    )
+def per_line(accepted: jax.Array, line_slot: jax.Array) -> jax.Array:
+    """[L] bool each line's ``accepted`` [J, M] slot, from ``from_lines``'s ``line_slot`` (-1: False)."""
+    return (line_slot >= 0) & accepted.reshape(-1)[jnp.maximum(line_slot, 0)]
 
 
 def arrivals(pending: Pending, cal_day) -> tuple[Pending, Pending]:
@@ -233,24 +327,15 @@ def arrivals(pending: Pending, cal_day) -> tuple[Pending, Pending]:
     return emptied, delivery
 
 
-def supplier_ranks(
-    lines: jax.Array, quote_quality: jax.Array, quote_price: jax.Array
-) -> dict[str, jax.Array]:
-    """Order-line diagnostics of the day from the quotes the lines used; lines: [J, K] bool.
+def ranks(slots: Slots, placed: jax.Array, quote_quality, quote_price) -> dict[str, jax.Array]:
+    """Order-line diagnostics of the day from the quotes the lines used; placed: [J, M] bool.
 
     Returns int32 counts: order_lines, quality_rank_sum (each line's supplier rank by (-quality, price, id),
     1 = best), quality_first (lines from the rank-1 quality supplier), price_first (from the cheapest, ties
     to the lower id).
     """
-    return _rank_counts(lines, *_ranks(quote_quality, quote_price))
-
-
-def line_ranks(lines: OrderLines, accepted, quote_quality, quote_price) -> dict[str, jax.Array]:
-    """``supplier_ranks`` over accepted order lines."""
     rank_q, rank_p = _ranks(quote_quality, quote_price)
-    J, K = rank_q.shape
-    at = lambda r: r[jnp.clip(lines.product, 0, J - 1), jnp.clip(lines.supplier, 0, K - 1)]
-    return _rank_counts(accepted, at(rank_q), at(rank_p))
+    return _rank_counts(placed, by_supplier(rank_q, slots), by_supplier(rank_p, slots))
 
 
 def _rank_counts(lines: jax.Array, rank_q: jax.Array, rank_p: jax.Array) -> dict[str, jax.Array]:
