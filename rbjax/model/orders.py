@@ -162,13 +162,9 @@ def book(slots: Slots, quote_price, funds, max_units, pending_slots: int):
     order whose units exceed ``max_units`` is invalid whole. Each valid order is then paid whole or refused
     whole (``accept_in_order`` on the orders' costs in call order).
     """
-    valid = (
-        slots.live
-        & (by_supplier(jnp.ones(quote_price.shape, bool), slots))  # a supplier in range
-        & (slots.units >= 1)
-        & (slots.lead >= 1)
-        & (slots.lead < pending_slots)
-    )
+    K = quote_price.shape[1]
+    supplier_ok = True if slots.supplier is None else (slots.supplier >= 0) & (slots.supplier < K)
+    valid = slots.live & supplier_ok & (slots.units >= 1) & (slots.lead >= 1) & (slots.lead < pending_slots)
     # units summed as floats capped at max_units + 1 (exact): an int32 sum of huge lines would wrap below the cap
     f = quote_price.dtype
     capped = jnp.minimum(slots.units.astype(f), jnp.asarray(max_units, f) + 1)
