@@ -7,14 +7,18 @@ price-quality correlation of each product's kept attempt (food and other product
 pre-opening history and 180 days) the best-quality (Q1) supplier's lead time (mean of its transport range) and
 price tier (mean multiplier on the base cost), and the share of product-days without a Q1 supplier; and the cost
 of drawing a world and of a whole ``Env.reset`` (time per store, batches of ``--batch``), their ratio, and the cost of
-the same selection with every attempt drawn and played (``make_world_reference``). Writes
-benchmarks/out/suppliers.md.
+the same selection with every attempt drawn and played (``make_world_reference``). The default / one-attempt
+reset ratio is also measured as the CLI runs the reset, in a process whose host is split into one device per core
+(``--reset-ratio``: alternating calls, the stores sharded over the devices). Writes benchmarks/out/suppliers.md.
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -86,6 +90,44 @@ def reference_cost(worlds: int, seed: int) -> float:
     return per_store(make, jax.random.split(jax.random.key(seed), worlds), 64)
 
 
+def reset_ratio(stores: int, seed: int, repeats: int = 4) -> dict:
+    """Default and one-attempt ``Env.reset`` (seconds per store), timed alternately on the devices of this
+    process, the way ``rollout`` runs them (``rollout.compiled``: stores sharded over every device)."""
+    from rbjax.policies import make
+    from rbjax.runners.rollout import compiled
+
+    env = Env()
+    params = env.default_params()
+    one = Env(dataclasses.replace(env.config, supplier_attempts=1))
+    keys = jax.random.split(jax.random.key(seed), stores)
+    resets = [
+        compiled(e, make("oracle")[0], "summary", None, None, tuple(jax.devices()))[0] for e in (env, one)
+    ]
+    times = [[], []]
+    for reset in resets:
+        jax.block_until_ready(reset(keys, params))
+    for _ in range(repeats):
+        for reset, t in zip(resets, times):
+            start = time.perf_counter()
+            jax.block_until_ready(reset(keys, params))
+            t.append((time.perf_counter() - start) / stores)
+    ratios = [a / b for a, b in zip(*times)]
+    return dict(
+        default=float(np.median(times[0])), one=float(np.median(times[1])), ratio=float(np.median(ratios))
+    )
+
+
+def reset_ratio_per_core(stores: int, seed: int) -> dict:
+    """``reset_ratio`` in a fresh process whose host is split into one device per core, as the CLI runs."""
+    out = subprocess.run(
+        [sys.executable, __file__, "--reset-ratio", "--batch", str(stores), "--seed", str(seed)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
 def row(name, m):
     acc, corr, food = m["acc"], m["corr"], m["food"]
     q1_days = acc[..., 3].sum()
@@ -102,7 +144,12 @@ def main():
     ap.add_argument("--worlds", type=int, default=1024)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--batch", type=int, default=1024, help="stores per jitted call")
+    ap.add_argument("--reset-ratio", action="store_true", help="only the resets, one device per core (JSON)")
     args = ap.parse_args()
+    if args.reset_ratio:
+        print(json.dumps(dict(reset_ratio(args.batch, args.seed), devices=len(jax.devices()))))
+        return
+    per_core = reset_ratio_per_core(args.batch, args.seed)
     results = {a: measure(a, args.worlds, args.seed, min(args.batch, args.worlds)) for a in (1, 50)}
     reference = reference_cost(min(256, args.worlds), args.seed)
     ratio = results[50]["reset"] / results[1]["reset"]
@@ -116,7 +163,10 @@ def main():
         row("one attempt", results[1]),
         row("selection among 50 (default)", results[50]),
         "",
-        f"Default reset / one-attempt reset: **{ratio:.2f}** (target 1.5). The selection with every attempt "
+        f"Default reset / one-attempt reset on one device: **{ratio:.2f}**; with the host split into one device "
+        f"per core ({per_core['devices']}, as the CLI runs; alternating calls, median of the pairwise ratios): "
+        f"**{per_core['ratio']:.2f}**, {1000 * per_core['default']:.2f} against {1000 * per_core['one']:.2f} ms "
+        f"per store (target 1.5). The selection with every attempt "
         f"drawn and played (`make_world_reference`, the same worlds, batches of 64): "
         f"{1000 * reference:.1f} ms per store against {1000 * results[50]['per_store']:.1f} ms.",
     ]
@@ -127,4 +177,8 @@ def main():
 
 
 if __name__ == "__main__":
+    if "--reset-ratio" in sys.argv:  # before JAX starts: one CPU device per core, as the CLI does
+        from rbjax.perf.devices import split_cpu
+
+        split_cpu()
     main()

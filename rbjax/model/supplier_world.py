@@ -11,14 +11,16 @@
   attempt) a round, from the first event to the last (a supplier's cycle start, or the day after a date that
   lacked a Q1 supplier). Lanes go to the undecided products in queue order; once fewer products are left
   than lanes, the spare lanes play those products' following attempts in the same round, so a product that
-  needs 50 attempts takes a round or two instead of holding the pool for 50.
+  needs 50 attempts takes a round or two instead of holding the pool for 50. A round's lanes play in lockstep
+  until only 1 / ``STRAGGLERS`` of them are left; those finish in a narrow loop of their own.
 - **Draws where they are needed, in vectorised passes.** Every attempt's draws are words of counter streams
   (``rng.bits_at``): a round draws each lane's tier pairs (every row its attempt may start) in one pass at
   the counters the full [cycles, J, K] table would have used, and the kept world is drawn the same way from
   the kept attempts' streams. No attempt is ever held whole.
 
 Memory per store: the pool's 16 lanes (each its attempt's 75 tier pairs and five suppliers' state) and the
-products' running bests, well under 0.1 MB (``docs/performance.md``).
+products' running bests, well under 0.1 MB (``docs/performance.md``, which also has what each trip of the event
+loop costs and why it is written the way it is).
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from functools import reduce
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax.scipy.special import ndtr, ndtri
 
 from rbjax.config import EnvConfig
@@ -36,6 +39,7 @@ from rbjax.kernels.xla import materialize
 from rbjax.model import suppliers as S
 from rbjax.params import EnvParams, World
 
+STRAGGLERS = 16  # a round plays its last 1 / STRAGGLERS lanes in a narrow loop of their own (``_play``)
 POOL_LANES = 16  # lanes per store (attempts a round): 8 or 32 took 1.3-1.6x as long at 1,024 stores
 _SUBKEYS = 5  # draw_world splits an attempt's key into (cycle, transport a, transport b, tiers, world)
 
@@ -91,8 +95,39 @@ def tier_code(seed, row, product, supplier, rho_lo, rho_hi, J: int, K: int):
     rho = rho_lo + (rho_hi - rho_lo) * u2
     z2 = rho * ndtri(u0) + jnp.sqrt(1.0 - rho**2) * ndtri(u1)
     q = jnp.minimum(jnp.floor(7.0 * u0), 6).astype(jnp.int32)
-    p = jnp.minimum(jnp.floor(5.0 * ndtr(z2)), 4).astype(jnp.int32)
+    p = sum((z2 >= cut).astype(jnp.int32) for cut in price_cuts())  # min(floor(5 ndtr(z2)), 4), no CDF
     return q * S.PRICE_TIERS + p
+
+
+def price_tier(z: jax.Array) -> jax.Array:
+    """``suppliers._draw_tier_pairs``'s price tier of the copula's normal z: min(floor(5 ndtr(z)), 4)."""
+    return jnp.minimum(jnp.floor(5.0 * ndtr(z)), 4).astype(jnp.int32)
+
+
+@functools.cache
+def _price_cuts(backend: str) -> tuple[float, ...]:
+    ordered = lambda x: np.where(x < 0, -(x.view(np.int32) & 0x7FFFFFFF), x.view(np.int32)).astype(np.int64)
+    as_float = lambda k: np.where(k < 0, (-k) | -0x80000000, k).astype(np.int32).view(np.float32)
+    tier = jax.jit(price_tier)  # on the default backend, ``backend``
+    steps = np.arange(1, S.PRICE_TIERS, dtype=np.int32)  # the tier each cut starts
+    middle = np.asarray(ndtri(steps / np.float32(S.PRICE_TIERS)), np.float32)
+    lo, hi = ordered(middle - np.float32(0.01)), ordered(middle + np.float32(0.01))
+    if (np.asarray(tier(as_float(lo))) >= steps).any() or (np.asarray(tier(as_float(hi))) < steps).any():
+        raise RuntimeError("the normal CDF's steps are not where expected")
+    while (hi - lo > 1).any():  # invariant: tier(lo) < step <= tier(hi)
+        mid = (lo + hi) // 2
+        up = np.asarray(tier(as_float(mid))) >= steps
+        lo, hi = np.where(up, lo, mid), np.where(up, mid, hi)
+    return tuple(float(x) for x in as_float(hi))
+
+
+def price_cuts() -> tuple[float, ...]:
+    """The four float32 z at which ``price_tier`` steps up to tiers 1 .. 4 on the default backend, found by
+    bisection over the float32 values with that backend's own ``ndtr``: ``z >= cut`` counts give the same
+    tier as the CDF, which costs XLA:CPU about a third of a tier pair's draw (``tests/test_supplier_world.py``
+    checks every float32 near each cut)."""
+    with jax.ensure_compile_time_eval():
+        return _price_cuts(jax.default_backend())
 
 
 def kept_world(params: EnvParams, config: EnvConfig, seeds, kept, world_key) -> World:
@@ -236,14 +271,27 @@ def select_pooled(params: EnvParams, seeds, rule_seed, J: int, K: int, lanes: in
 
 
 def _tables(params: EnvParams, J: int):
-    """What every attempt reads, flat for one-index gathers: the tier codes' five moments [5, J * TIER_CODES]
-    and the running sums of the base cost and of its square [2, (T + 1) * J] (``selection_stats``'s
-    ``accumulate``)."""
+    """What every attempt reads: the price tiers' two moments [2, PRICE_TIERS] (the same for every product),
+    the tier codes' other three moments, flat for one-index gathers [3, J * TIER_CODES], and the running sums
+    of the base cost and of its square [2, (T + 1) * J] (``selection_stats``'s ``accumulate``)."""
     f = params.base_cost.dtype
-    moments = S._code_moments(params, J).reshape(J * S.TIER_CODES, 5).T
+    moments = S._code_moments(params, J)  # [J, TIER_CODES, 5]
+    price = moments[0, : S.PRICE_TIERS, :2].T  # codes 0 .. 4 are quality 0 at every price tier
     cost = params.base_cost.astype(f)
     running = lambda x: jnp.concatenate([jnp.zeros((1, J), f), jnp.cumsum(x, 0)]).reshape(-1)
-    return moments, jnp.stack([running(cost), running(cost**2)])
+    return (
+        price,
+        moments[..., 2:].reshape(J * S.TIER_CODES, 3).T,
+        jnp.stack([running(cost), running(cost**2)]),
+    )
+
+
+def _pick(index: jax.Array, values) -> jax.Array:
+    """``values[index]`` for a short sequence of scalars, as a chain of selects (XLA:CPU gathers cost more)."""
+    out = values[-1]
+    for i in reversed(range(len(values) - 1)):
+        out = jnp.where(index == i, values[i], out)
+    return out
 
 
 def _play(params: EnvParams, tables, cycle_seed, tier_seed, rule_seed, j, active, J: int, K: int):
@@ -254,26 +302,13 @@ def _play(params: EnvParams, tables, cycle_seed, tier_seed, rule_seed, j, active
     lacked a Q1 supplier; the rule runs once every supplier starting that day has its pair. Lanes are the
     minor axis of every array ([K, W] suppliers). The day's moments are the same left-to-right sum of the
     suppliers' five moments that ``accumulate`` takes, looked up from each supplier's tier code.
+
+    The lanes play in lockstep until at most 1 / ``STRAGGLERS`` of them are still playing (the attempts with
+    the most events: short cycles); those few finish in a loop of their own, gathered into a narrow batch, so
+    the round does not run all its lanes for the longest attempt's events.
     """
-    moments, cum = tables
-    T = params.base_cost.shape[0]
-    C = S.calendar_cycles(params)
-    f = params.base_cost.dtype
-    W = j.shape[0]
-    lo, hi = params.copula_rho[j, 0], params.copula_rho[j, 1]
-    origin = params.cost_series_start.astype(jnp.int32)[j]
-    supplier = jnp.arange(K, dtype=jnp.int32)[:, None]  # [K, 1]
-    L = _randint_at(cycle_seed[:, None], (j * K + supplier).astype(jnp.uint32), *params.cycle_range)  # [K, W]
-    # one-index gathers: "clip" costs XLA:CPU a third of the default bounds check (every index is in bounds)
-    moments_of = lambda code: jnp.take(moments, j * S.TIER_CODES + code, axis=1, mode="clip")  # [5, W]
-    rule_seed = rule_seed[..., None]  # [2, W, 1]
-    # every row's tier pair of every supplier, drawn at once ([K * C, W]: a draw inside the event loop costs
-    # XLA:CPU several times as much as in one vectorised pass, and so does a flat [K * C * W] table)
-    rows = jnp.arange(C)[None, :, None]
-    drawn_table = tier_code(tier_seed[:, None, None], rows, j, supplier[:, None], lo, hi, J, K).reshape(
-        K * C, W
-    )
-    lane_index = jnp.arange(W, dtype=jnp.int32)
+    T, W = params.base_cost.shape[0], j.shape[0]
+    seeds = (j, cycle_seed, tier_seed, rule_seed)
     zk = jnp.zeros((K, W), jnp.int32)
     state = dict(
         nxt=zk,  # day 0 draws every supplier's pair from the cycle under way
@@ -281,11 +316,68 @@ def _play(params: EnvParams, tables, cycle_seed, tier_seed, rule_seed, j, active
         code=zk,
         fix=jnp.full((W,), S.BEYOND, jnp.int32),
         now=jnp.zeros((W,), jnp.int32),
-        cum_now=jnp.take(cum, j, axis=1),  # the running sums at day ``now`` (day 0: zeros)
-        sums=jnp.zeros((5, W), f),
+        cum_now=jnp.take(tables[2], j, axis=1),  # the running sums at day ``now`` (day 0: zeros)
+        sums=jnp.zeros((5, W), params.base_cost.dtype),
         lacking=jnp.zeros((W,), jnp.int32),
         done=~active,
     )
+    playing = lambda st: (~st["done"]).sum()
+    few = W // STRAGGLERS if W >= 8 * STRAGGLERS else 0  # none for a store alone (16 lanes)
+    wide = _event(params, tables, _lane_values(params, *seeds, J, K), J, K)
+    st = jax.lax.while_loop(lambda st: playing(st) > few, wide, state)
+    if few:
+        at = jnp.nonzero(~st["done"], size=few, fill_value=W)[0]  # [few] the lanes still playing (W: none)
+        narrow = lambda x: jnp.take(x, at, axis=-1, mode="clip")
+        rest = jax.tree.map(narrow, st) | dict(done=narrow(st["done"]) | (at == W))
+        # the narrow lanes' tables are drawn again: a second reader of the wide table splits its fusion
+        # into a dozen kernels on XLA:CPU
+        narrow_event = _event(params, tables, _lane_values(params, *map(narrow, seeds), J, K), J, K)
+        rest = jax.lax.while_loop(lambda st: playing(st) > 0, narrow_event, rest)
+        st = st | {k: st[k].at[..., at].set(rest[k], mode="drop") for k in ("sums", "lacking")}
+    mp, mp2, mq, mq2, mpq = st["sums"] / (T * K)
+    corr = (mpq - mp * mq) / jnp.sqrt(jnp.maximum(mp2 - mp**2, 1e-30) * jnp.maximum(mq2 - mq**2, 1e-30))
+    return corr, st["lacking"]
+
+
+def _lane_values(params: EnvParams, j, cycle_seed, tier_seed, rule_seed, J: int, K: int) -> dict:
+    """What each lane of ``_play`` reads, lanes last: its product j [W] and the cycle's origin [W], its
+    suppliers' cycle lengths L [K, W], the rule's seed [2, W], and the tier code of every row of every
+    supplier's cycle table, drawn at once (a draw inside the event loop costs XLA:CPU several times as much as
+    in one vectorised pass, and so does a flat [K * C * W] table), as int8 [K * C, W]."""
+    C = S.calendar_cycles(params)
+    supplier = jnp.arange(K, dtype=jnp.int32)[:, None]  # [K, 1]
+    lo, hi = params.copula_rho[j, 0], params.copula_rho[j, 1]
+    table = tier_code(
+        tier_seed[:, None, None], jnp.arange(C)[None, :, None], j, supplier[:, None], lo, hi, J, K
+    )
+    return dict(
+        j=j,
+        origin=params.cost_series_start.astype(jnp.int32)[j],
+        L=_randint_at(cycle_seed[:, None], (j * K + supplier).astype(jnp.uint32), *params.cycle_range),
+        rule_seed=rule_seed,
+        table=table.reshape(K * C, -1).astype(jnp.int8),
+    )
+
+
+def _event(params: EnvParams, tables, lanes: dict, J: int, K: int):
+    """``_play``'s loop body: every lane to its next event. lanes: ``_play``'s per-lane values, [..., W]."""
+    price, moments, cum = tables
+    T = params.base_cost.shape[0]
+    C = S.calendar_cycles(params)
+    f = params.base_cost.dtype
+    j, origin, L, table = lanes["j"], lanes["origin"], lanes["L"], lanes["table"]
+    rule_seed = lanes["rule_seed"][..., None]  # [2, W, 1]
+    lane_index = jnp.arange(j.shape[0], dtype=jnp.int32)
+    supplier = jnp.arange(K, dtype=jnp.int32)[:, None]  # [K, 1]
+    price = [[price[m, p] for p in range(S.PRICE_TIERS)] for m in range(2)]
+
+    def moment_sums(code):  # [K, W] tier codes -> [5, W]: each moment summed over suppliers left to right
+        # the price moments picked by selects; the others gathered one index each ("clip" costs XLA:CPU a
+        # third of the default bounds check: every index is in bounds)
+        by_price = [reduce(jnp.add, [_pick(c % S.PRICE_TIERS, values) for c in code]) for values in price]
+        at = [j * S.TIER_CODES + c for c in code]
+        gathered = [reduce(jnp.add, [jnp.take(moments[m], i, mode="clip") for i in at]) for m in range(3)]
+        return jnp.stack(by_price + gathered)
 
     def event(st):
         nxt = st["nxt"]
@@ -310,13 +402,13 @@ def _play(params: EnvParams, tables, cycle_seed, tier_seed, rule_seed, j, active
         going, live, start = going > 0, live > 0, start > 0
         # the rows of days now .. t - 1 at the tiers held since ``now``
         stop = jnp.minimum(t, T)
-        cum_stop = jnp.take(cum, stop * J + j, axis=1, mode="clip")  # [2, W]
+        cum_stop = jnp.stack([jnp.take(x, stop * J + j, mode="clip") for x in cum])  # [2, W]
         c = cum_stop - st["cum_now"]
         n = (stop - st["now"]).astype(f)
-        m = reduce(jnp.add, [moments_of(x) for x in st["code"]])  # [5, W]
+        m = moment_sums(list(st["code"]))
         sums = st["sums"] + m * jnp.stack([c[0], c[1], n, n, c[0]])
         # a cycle start: supplier k_star takes its row's tier pair (later cycles reuse the table)
-        drawn = drawn_table.at[k_star * C + row_star, lane_index].get(mode="clip")
+        drawn = table.at[k_star * C + row_star, lane_index].get(mode="clip").astype(jnp.int32)
         here = start & (supplier == k_star)
         code = jnp.where(here, drawn, st["code"])
         nxt = jnp.where(here, after, nxt)
@@ -338,7 +430,4 @@ def _play(params: EnvParams, tables, cycle_seed, tier_seed, rule_seed, j, active
             done=st["done"] | (going & (t >= T)),
         )
 
-    st = jax.lax.while_loop(lambda st: (~st["done"]).any(), event, state)
-    mp, mp2, mq, mq2, mpq = st["sums"] / (T * K)
-    corr = (mpq - mp * mq) / jnp.sqrt(jnp.maximum(mp2 - mp**2, 1e-30) * jnp.maximum(mq2 - mq**2, 1e-30))
-    return corr, st["lacking"]
+    return event
