@@ -65,3 +65,15 @@ def test_the_price_cuts_give_the_cdfs_tier_for_every_float32_near_them():
     by_cuts = jax.jit(lambda z: sum((z >= c).astype(jnp.int32) for c in cuts))(z)
     np.testing.assert_array_equal(np.asarray(by_cuts), np.asarray(jax.jit(supplier_world.price_tier)(z)))
     assert np.array_equal(np.unique(np.asarray(by_cuts)), np.arange(suppliers.PRICE_TIERS))
+
+
+def test_the_kept_worlds_do_not_depend_on_the_pool_width(env, params):
+    """``select_pooled`` at 16 and 32 lanes a store (``pool_lanes``'s two widths; at 6 stores the wider pool also
+    finishes its stragglers in the narrow loop): the same kept attempts and statistics."""
+    J, K, A = env.config.num_products, env.config.num_suppliers, env.config.supplier_attempts
+    keys = jax.random.split(jax.random.key(9), 6)
+    k_world, k_attempts = jnp.moveaxis(jax.vmap(jax.random.split)(keys), 1, 0)
+    seeds = jax.vmap(lambda k: supplier_world.attempt_seeds(k, A))(k_attempts)
+    rule = jax.vmap(lambda k: suppliers.rule_seed_of(jax.random.key_data(k)))(k_world)
+    pooled = lambda lanes: jax.jit(lambda s, r: supplier_world.select_pooled(params, s, r, J, K, lanes))
+    _assert_same(pooled(16)(seeds, rule), pooled(32)(seeds, rule))

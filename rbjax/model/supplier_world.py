@@ -7,7 +7,7 @@
 - **Attempts in order, stopping at the first kept one.** The rule keeps the first valid attempt inside the
   band, so a product stops at its first such attempt (7.6 attempts on average, not 50); only the ~1 % of
   products with none in the band play all of them, keeping the closest valid one as ``select`` would.
-- **Rounds of whole attempts over a pool of lanes.** ``POOL_LANES`` lanes a store each play one (product,
+- **Rounds of whole attempts over a pool of lanes.** ``pool_lanes()`` lanes a store each play one (product,
   attempt) a round, from the first event to the last (a supplier's cycle start, or the day after a date that
   lacked a Q1 supplier). Lanes go to the undecided products in queue order; once fewer products are left
   than lanes, the spare lanes play those products' following attempts in the same round, so a product that
@@ -18,7 +18,7 @@
   the counters the full [cycles, J, K] table would have used, and the kept world is drawn the same way from
   the kept attempts' streams. No attempt is ever held whole.
 
-Memory per store: the pool's 16 lanes (each its attempt's 75 tier pairs and five suppliers' state) and the
+Memory per store: the pool's 16 or 32 lanes (each its attempt's 75 tier pairs and five suppliers' state) and the
 products' running bests, well under 0.1 MB (``docs/performance.md``, which also has what each trip of the event
 loop costs and why it is written the way it is).
 """
@@ -26,6 +26,7 @@ loop costs and why it is written the way it is).
 from __future__ import annotations
 
 import functools
+import os
 from functools import reduce
 
 import jax
@@ -40,7 +41,6 @@ from rbjax.model import suppliers as S
 from rbjax.params import EnvParams, World
 
 STRAGGLERS = 16  # a round plays its last 1 / STRAGGLERS lanes in a narrow loop of their own (``_play``)
-POOL_LANES = 16  # lanes per store (attempts a round): 8 to 32 are within 5 % of 16 at 1,024 stores
 _SUBKEYS = 5  # draw_world splits an attempt's key into (cycle, transport a, transport b, tiers, world)
 
 
@@ -191,14 +191,25 @@ def _selector(J: int, K: int):
     return select
 
 
-def select_lazily(params: EnvParams, seeds, rule_seed, J: int, K: int, lanes: int = POOL_LANES):
+def pool_lanes() -> int:
+    """Lanes a store in the selection's pool (the default of ``select_pooled``): 32 where the pool runs on the
+    only CPU device, whose loop kernels XLA:CPU splits over the host's threads (wider kernels pay that back), 16
+    where the CPU is split into one device per core (a thread each: the narrower pool stays in cache) and on
+    accelerators (not measured at 32). The worlds do not depend on it. At 1,024 stores on 2 cores, default /
+    one-attempt reset: one device 1.58 at 32 against 1.71 at 16; split per core 1.51 against 1.46
+    (``docs/performance.md``)."""
+    cpus = jax.local_devices(backend="cpu") if jax.default_backend() == "cpu" else []
+    return 32 if len(cpus) == 1 and (os.cpu_count() or 1) > 1 else 16
+
+
+def select_lazily(params: EnvParams, seeds, rule_seed, J: int, K: int, lanes: int | None = None):
     """The attempt ``suppliers.select`` keeps per product of one store, with its (correlation, lacking dates):
     ``select_pooled`` for one store. seeds: [A, 4, 2] (``attempt_seeds``); rule_seed: [2]. Returns (kept [J]
     int32, corr [J], lacking [J] int32)."""
     return jax.tree.map(lambda x: x[0], select_pooled(params, seeds[None], rule_seed[None], J, K, lanes))
 
 
-def select_pooled(params: EnvParams, seeds, rule_seed, J: int, K: int, lanes: int = POOL_LANES):
+def select_pooled(params: EnvParams, seeds, rule_seed, J: int, K: int, lanes: int | None = None):
     """The attempt ``suppliers.select`` keeps per product of each of N stores that share ``params``, with its
     (correlation, lacking dates): each product's attempts played in order by a pool of ``lanes`` x N lanes,
     stopping at the first valid one in the band.
@@ -215,6 +226,7 @@ def select_pooled(params: EnvParams, seeds, rule_seed, J: int, K: int, lanes: in
     """
     N, A = seeds.shape[:2]
     tasks = N * J
+    lanes = pool_lanes() if lanes is None else lanes
     W = min(lanes * N, tasks)
     f = params.base_cost.dtype
     band = params.copula_rho
@@ -322,7 +334,7 @@ def _play(params: EnvParams, tables, cycle_seed, tier_seed, rule_seed, j, active
         done=~active,
     )
     playing = lambda st: (~st["done"]).sum()
-    few = W // STRAGGLERS if W >= 8 * STRAGGLERS else 0  # none for a store alone (16 lanes)
+    few = W // STRAGGLERS if W >= 8 * STRAGGLERS else 0  # none for a store alone (16 or 32 lanes)
     wide = _event(params, tables, _lane_values(params, *seeds, J, K), J, K)
     st = jax.lax.while_loop(lambda st: playing(st) > few, wide, state)
     if few:
