@@ -56,14 +56,14 @@ def test_stores_with_their_own_params_keep_the_reference_worlds(env, params):
 
 def test_the_price_cuts_give_the_cdfs_tier_for_every_float32_near_them():
     """``tier_code`` finds the price tier by comparing z with ``price_cuts`` instead of evaluating the normal CDF
-    (``price_tier``, what ``suppliers._draw_tier_pairs`` does): the two agree on every float32 within 2^16
-    steps of each cut and on a million normal draws, so the drawn tiers are the same bits."""
+    (``suppliers.copula_price_tier``, which ``suppliers._draw_tier_pairs`` calls): the two agree on every float32
+    within 2^16 steps of each cut and on a million normal draws, so the drawn tiers are the same bits."""
     cuts = np.asarray(supplier_world.price_cuts(), np.float32)
     near = cuts.view(np.int32)[:, None] + np.arange(-(2**16), 2**16, dtype=np.int32)
     z = np.concatenate([near.view(np.float32).ravel(), np.random.default_rng(0).normal(size=10**6)])
     z = jnp.asarray(z, jnp.float32)
     by_cuts = jax.jit(lambda z: sum((z >= c).astype(jnp.int32) for c in cuts))(z)
-    np.testing.assert_array_equal(np.asarray(by_cuts), np.asarray(jax.jit(supplier_world.price_tier)(z)))
+    np.testing.assert_array_equal(np.asarray(by_cuts), np.asarray(jax.jit(suppliers.copula_price_tier)(z)))
     assert np.array_equal(np.unique(np.asarray(by_cuts)), np.arange(suppliers.PRICE_TIERS))
 
 

@@ -32,7 +32,7 @@ from functools import reduce
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.scipy.special import ndtr, ndtri
+from jax.scipy.special import ndtri
 
 from rbjax.config import EnvConfig
 from rbjax.kernels import rng
@@ -95,20 +95,17 @@ def tier_code(seed, row, product, supplier, rho_lo, rho_hi, J: int, K: int):
     rho = rho_lo + (rho_hi - rho_lo) * u2
     z2 = rho * ndtri(u0) + jnp.sqrt(1.0 - rho**2) * ndtri(u1)
     q = jnp.minimum(jnp.floor(7.0 * u0), 6).astype(jnp.int32)
-    p = sum((z2 >= cut).astype(jnp.int32) for cut in price_cuts())  # min(floor(5 ndtr(z2)), 4), no CDF
+    p = sum((z2 >= cut).astype(jnp.int32) for cut in price_cuts())  # S.copula_price_tier without the CDF
     return q * S.PRICE_TIERS + p
 
 
-def price_tier(z: jax.Array) -> jax.Array:
-    """``suppliers._draw_tier_pairs``'s price tier of the copula's normal z: min(floor(5 ndtr(z)), 4)."""
-    return jnp.minimum(jnp.floor(5.0 * ndtr(z)), 4).astype(jnp.int32)
-
-
 @functools.cache
-def _price_cuts(backend: str) -> tuple[float, ...]:
+def _price_cuts(
+    backend: str,
+) -> tuple[float, ...]:  # ``backend``: the cache key (jit runs on the default one)
     ordered = lambda x: np.where(x < 0, -(x.view(np.int32) & 0x7FFFFFFF), x.view(np.int32)).astype(np.int64)
     as_float = lambda k: np.where(k < 0, (-k) | -0x80000000, k).astype(np.int32).view(np.float32)
-    tier = jax.jit(price_tier)  # on the default backend, ``backend``
+    tier = jax.jit(S.copula_price_tier)
     steps = np.arange(1, S.PRICE_TIERS, dtype=np.int32)  # the tier each cut starts
     middle = np.asarray(ndtri(steps / np.float32(S.PRICE_TIERS)), np.float32)
     lo, hi = ordered(middle - np.float32(0.01)), ordered(middle + np.float32(0.01))
@@ -122,10 +119,10 @@ def _price_cuts(backend: str) -> tuple[float, ...]:
 
 
 def price_cuts() -> tuple[float, ...]:
-    """The four float32 z at which ``price_tier`` steps up to tiers 1 .. 4 on the default backend, found by
-    bisection over the float32 values with that backend's own ``ndtr``: ``z >= cut`` counts give the same
-    tier as the CDF, which costs XLA:CPU about a third of a tier pair's draw (``tests/test_supplier_world.py``
-    checks every float32 near each cut)."""
+    """The four float32 z at which ``suppliers.copula_price_tier`` steps up to tiers 1 .. 4 on the default
+    backend, found by bisection over the float32 values with that backend's own ``ndtr``: ``z >= cut`` counts
+    give the same tier as the CDF, which costs XLA:CPU about a third of a tier pair's draw
+    (``tests/test_supplier_world.py`` checks every float32 near each cut)."""
     with jax.ensure_compile_time_eval():
         return _price_cuts(jax.default_backend())
 

@@ -254,8 +254,12 @@ def _draw_tier_pairs(key: jax.Array, params: EnvParams, shape):
     rho = lo + (hi - lo) * u[..., 2]
     z2 = rho * ndtri(u[..., 0]) + jnp.sqrt(1.0 - rho**2) * ndtri(u[..., 1])
     q = jnp.minimum(jnp.floor(7.0 * u[..., 0]), 6).astype(jnp.int32)
-    p = jnp.minimum(jnp.floor(5.0 * ndtr(z2)), 4).astype(jnp.int32)
-    return q, p
+    return q, copula_price_tier(z2)
+
+
+def copula_price_tier(z: jax.Array) -> jax.Array:
+    """The price tier of the copula's normal z: min(floor(5 ndtr(z)), 4) (int32, elementwise)."""
+    return jnp.minimum(jnp.floor(5.0 * ndtr(z)), PRICE_TIERS - 1).astype(jnp.int32)
 
 
 def update_tiers(world: World, params: EnvParams, quality_tier, price_tier, cal_day, redraw_all=False):
