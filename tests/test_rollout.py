@@ -134,16 +134,50 @@ def test_chunks_of_stores_equal_one_batch(env, params, episodes, capsys):
     assert _same((rec, final), want)
     lines = capsys.readouterr().err.splitlines()
     assert lines[0].startswith("rollout: 7 stores x 180 days in 2 chunks of 4 stores on ")
-    assert lines[1] == "rollout: compiling, then drawing supplier worlds for stores 0-3"
+    assert lines[1] == (
+        "rollout: compiling the reset, then drawing supplier worlds for stores 0-3 while the day compiles"
+    )
     assert lines[2].startswith("rollout: stores 0-3 compiled and opened in ")
-    assert lines[3].startswith("rollout: stores 0-3, day 30/180 (first call, compiling the day: ")
-    # the estimate starts with the second call, the first chunk's opening (it compiled) is not counted in it
-    assert lines[4].startswith("rollout: stores 0-3, day 60/180,") and lines[4].endswith(
+    # the day compiled while the stores opened: the estimate starts with the first call; the first chunk's
+    # opening (it compiled) is not counted in it
+    assert lines[3].startswith("rollout: stores 0-3, day 30/180,") and lines[3].endswith(
         " + opening 1 more chunk"
     )
     assert lines[9].startswith("rollout: stores 4-6 opened (supplier worlds, pre-opening history) in ")
     assert " left" in lines[10] and "opening" not in lines[10]
     assert lines[-1].startswith("rollout: stores 4-6, day 180/180,") and "left" not in lines[-1]
+
+
+def test_the_day_compiles_while_the_stores_open(env, params, episodes, monkeypatch):
+    """The day program is lowered and compiled right after the reset is dispatched (it runs asynchronously),
+    before the first day call: the episodes' programs, recorded as the rollout uses them."""
+    from rbjax.runners import rollout as module
+
+    events, real = [], module.compiled
+
+    class Recorded:
+        def __init__(self, program):
+            self.program = program
+
+        def lower(self, *args):
+            events.append(("lower", args[-1]))
+            return self.program.lower(*args)
+
+        def __call__(self, *args):
+            events.append(("call", args[-1]))
+            return self.program(*args)
+
+    def compiled(*args, **kwargs):
+        reset, chunk = real(*args, **kwargs)
+        return lambda *a: events.append(("reset",)) or reset(*a), Recorded(chunk)
+
+    monkeypatch.setattr(module, "compiled", compiled)
+    keys = jax.random.split(jax.random.key(golden.SEED), STORES)
+    rec, _ = rollout(
+        env, random_policy, RandomParams.default(), params, keys, days=60, records="full", progress=PER_CALL
+    )
+    assert events == [("reset",), ("lower", PER_CALL), ("call", PER_CALL), ("call", PER_CALL)]
+    assert _same(rec, jax.tree.map(lambda x: x[:, :60], episodes[0]))
 
 
 def test_the_automatic_chunk_is_what_fits_in_memory(env, params, episodes, monkeypatch):

@@ -271,16 +271,20 @@ def host_available_bytes() -> int:
 
 
 @functools.cache
+def _state_shape(env: Env):
+    """One store's EnvState as shapes and dtypes (a trace of the reset, run once per env)."""
+    return jax.eval_shape(env.reset, jax.random.key(0), env.default_params())[1]
+
+
 def store_bytes(env: Env) -> int:
     """Bytes of one store's state."""
-    return _nbytes(jax.eval_shape(env.reset, jax.random.key(0), env.default_params())[1])
+    return _nbytes(_state_shape(env))
 
 
 @functools.cache
 def record_bytes(env: Env, records: str) -> int:
     """Bytes of one store-day's records: "summary" (DaySummary) or "full" (DayInfo)."""
-    key, params = jax.random.key(0), env.default_params()
-    state = jax.eval_shape(env.reset, key, params)[1]
+    key, params, state = jax.random.key(0), env.default_params(), _state_shape(env)
     info = jax.eval_shape(lambda s: env.step(key, s, Action.noop(s), params)[-1], state)
     return _nbytes(info if records == "full" else jax.eval_shape(summarize, info))
 
@@ -291,14 +295,14 @@ def _nbytes(tree) -> int:
 
 class _Progress:
     """Progress lines on stderr, by phase: the supplier worlds and pre-opening history of each chunk of stores
-    (the first chunk's call compiles the reset), then its days. The estimate of the time left starts once a
-    call without compilation has been timed: the days at the measured rate, plus the chunks still to open at
-    the last chunk's opening time."""
+    (the first chunk compiles the reset, and the day while its stores open), then its days. The estimate of
+    the time left starts with the first day call: the days at the measured rate, plus the chunks still to
+    open at the last chunk's opening time once one has opened without compiling."""
 
     def __init__(self, n: int, days: int, size: int, devices: int, resumed: bool = False):
         self.n, self.days, self.size, self.resumed = n, days, size, resumed
-        self.calls = 0  # day calls so far (the first one compiles the day)
-        self.day_seconds = self.store_days = 0.0  # timed day calls (after the first)
+        # the day calls so far: none compiles (the day compiled while the first chunk opened)
+        self.day_seconds = self.store_days = 0.0
         self.open_seconds = None
         chunks = -(-n // size)
         print(
@@ -318,7 +322,11 @@ class _Progress:
     def chunk(self, first: int, stop: int) -> None:
         self.first, self.stop = first, stop
         if first == 0 and not self.resumed:
-            print(f"rollout: compiling, then drawing supplier worlds for {self._where()}", file=sys.stderr)
+            print(
+                f"rollout: compiling the reset, then drawing supplier worlds for {self._where()} while the day "
+                "compiles",
+                file=sys.stderr,
+            )
 
     def opened(self, seconds: float) -> None:
         self.open_seconds = seconds
@@ -328,26 +336,20 @@ class _Progress:
         print(f"rollout: {self._where()} {what} in {seconds:.1f} s", file=sys.stderr)
 
     def __call__(self, done: int, seconds: float, length: int) -> None:
-        self.calls += 1
-        if self.calls > 1:
-            self.day_seconds += seconds
-            self.store_days += (self.stop - self.first) * length
+        self.day_seconds += seconds
+        self.store_days += (self.stop - self.first) * length
         finished = self.first * self.days + (self.stop - self.first) * done
-        line = f"rollout: {self._where()}, day {done}/{self.days}"
-        if self.calls == 1:
-            line += f" (first call, compiling the day: {seconds:.1f} s)"
-        else:
-            rate = self.store_days / self.day_seconds
-            line += f", {rate:,.0f} store-days/s"
-            if finished < self.n * self.days:
-                left = (self.n * self.days - finished) / rate
-                unopened = -(-self.n // self.size) - 1 - self.first // self.size
-                opening = ""
-                if unopened and self.first == 0:  # no chunk opened without compiling yet: not counted
-                    opening = f" + opening {unopened:,} more chunk{'s' * (unopened > 1)}"
-                else:
-                    left += unopened * self.open_seconds
-                line += f", {_clock(left)} left{opening}"
+        rate = self.store_days / self.day_seconds
+        line = f"rollout: {self._where()}, day {done}/{self.days}, {rate:,.0f} store-days/s"
+        if finished < self.n * self.days:
+            left = (self.n * self.days - finished) / rate
+            unopened = -(-self.n // self.size) - 1 - self.first // self.size
+            opening = ""
+            if unopened and self.first == 0:  # no chunk opened without compiling yet: not counted
+                opening = f" + opening {unopened:,} more chunk{'s' * (unopened > 1)}"
+            else:
+                left += unopened * self.open_seconds
+            line += f", {_clock(left)} left{opening}"
         print(line, file=sys.stderr)
 
 
@@ -385,6 +387,10 @@ def _run_batch(
     else:
         state = start
         obs = observer(env, env_axes, devices)(state, env_params)
+    # the day compiles while the devices open the stores (dispatch is asynchronous; a compiled day costs
+    # nothing here), so every day call runs at once: each call length, the last call's too
+    for length in {min(days_per_call, days), days % days_per_call or days_per_call}:
+        step_chunk.lower(policy_params, env_params, obs, state, k_run, jnp.int32(first_day), length).compile()
     if report:
         jax.block_until_ready(state)
         report.opened(time.perf_counter() - clock)
