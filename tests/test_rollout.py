@@ -1,5 +1,7 @@
 """rbjax.runners.rollout: whole random-policy episodes, determinism, batch position, chunks of stores."""
 
+import types
+
 import golden
 import jax
 import jax.numpy as jnp
@@ -148,36 +150,33 @@ def test_chunks_of_stores_equal_one_batch(env, params, episodes, capsys):
     assert lines[-1].startswith("rollout: stores 4-6, day 180/180,") and "left" not in lines[-1]
 
 
-def test_the_day_compiles_while_the_stores_open(env, params, episodes, monkeypatch):
-    """The day program is lowered and compiled right after the reset is dispatched (it runs asynchronously),
-    before the first day call: the episodes' programs, recorded as the rollout uses them."""
+def test_the_day_compiles_while_the_stores_open(env, params, monkeypatch):
+    """Every call length of the day program (30, and the last call's 15 of 45 days) is lowered and compiled
+    right after the reset is dispatched (it runs asynchronously), before the first day call. Recorded on
+    stand-in programs: nothing compiles."""
     from rbjax.runners import rollout as module
 
-    events, real = [], module.compiled
+    events = []
 
-    class Recorded:
-        def __init__(self, program):
-            self.program = program
-
+    class Day:
         def lower(self, *args):
             events.append(("lower", args[-1]))
-            return self.program.lower(*args)
+            return types.SimpleNamespace(compile=lambda: None)
 
-        def __call__(self, *args):
-            events.append(("call", args[-1]))
-            return self.program(*args)
+        def __call__(self, policy_params, env_params, obs, state, key, day, length):
+            events.append(("call", length))
+            return (obs, state), jnp.zeros((len(key), length))
 
-    def compiled(*args, **kwargs):
-        reset, chunk = real(*args, **kwargs)
-        return lambda *a: events.append(("reset",)) or reset(*a), Recorded(chunk)
+    def reset(keys, env_params):
+        events.append(("reset",))
+        return jnp.zeros(len(keys)), jnp.zeros(len(keys))
 
-    monkeypatch.setattr(module, "compiled", compiled)
+    monkeypatch.setattr(module, "compiled", lambda *args: (reset, Day()))
     keys = jax.random.split(jax.random.key(golden.SEED), STORES)
-    rec, _ = rollout(
-        env, random_policy, RandomParams.default(), params, keys, days=60, records="full", progress=PER_CALL
-    )
-    assert events == [("reset",), ("lower", PER_CALL), ("call", PER_CALL), ("call", PER_CALL)]
-    assert _same(rec, jax.tree.map(lambda x: x[:, :60], episodes[0]))
+    rec, _ = rollout(env, random_policy, RandomParams.default(), params, keys, 45, days_per_call=30)
+    assert rec.shape == (STORES, 45)
+    assert events[0] == ("reset",) and sorted(events[1:3]) == [("lower", 15), ("lower", 30)]
+    assert events[3:] == [("call", 30), ("call", 15)]
 
 
 def test_the_automatic_chunk_is_what_fits_in_memory(env, params, episodes, monkeypatch):

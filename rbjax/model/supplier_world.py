@@ -100,9 +100,8 @@ def tier_code(seed, row, product, supplier, rho_lo, rho_hi, J: int, K: int):
 
 
 @functools.cache
-def _price_cuts(
-    backend: str,
-) -> tuple[float, ...]:  # ``backend``: the cache key (jit runs on the default one)
+def _price_cuts(backend: str) -> tuple[float, ...]:
+    """``price_cuts`` on ``backend`` (the cache key: the bisection's jit runs on the default backend)."""
     ordered = lambda x: np.where(x < 0, -(x.view(np.int32) & 0x7FFFFFFF), x.view(np.int32)).astype(np.int64)
     as_float = lambda k: np.where(k < 0, (-k) | -0x80000000, k).astype(np.int32).view(np.float32)
     tier = jax.jit(S.copula_price_tier)

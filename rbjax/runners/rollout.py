@@ -389,7 +389,7 @@ def _run_batch(
         obs = observer(env, env_axes, devices)(state, env_params)
     # the day compiles while the devices open the stores (dispatch is asynchronous; a compiled day costs
     # nothing here), so every day call runs at once: each call length, the last call's too
-    for length in {min(days_per_call, days), days % days_per_call or days_per_call}:
+    for length in {days_per_call, days % days_per_call or days_per_call}:
         step_chunk.lower(policy_params, env_params, obs, state, k_run, jnp.int32(first_day), length).compile()
     if report:
         jax.block_until_ready(state)
