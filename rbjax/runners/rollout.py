@@ -17,7 +17,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jax.experimental import multihost_utils
-from jax.sharding import Mesh
+from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from rbjax.checks import check_policy_params, is_concrete
@@ -185,12 +185,18 @@ def rollout_chunks(
         if report:
             report.chunk(first, stop)
         start = None if state is None else _take_state(state, take)
+        chunk_policy = _take(policy_params, policy_axes, take)
+        chunk_env, chunk_keys = _take(env_params, env_axes, take), keys[take]
+        if not several_hosts:  # inputs committed to other devices (a snapshot, a caller's arrays) move here
+            chunk_policy = _place(chunk_policy, policy_axes, devices)
+            chunk_env = _place(chunk_env, env_axes, devices)
+            chunk_keys, start = _place((chunk_keys, start), 0, devices)
         rec, final = _run_batch(
             env,
             policy,
-            _take(policy_params, policy_axes, take),
-            _take(env_params, env_axes, take),
-            keys[take],
+            chunk_policy,
+            chunk_env,
+            chunk_keys,
             days,
             policy_axes,
             env_axes,
@@ -214,6 +220,18 @@ def _take_state(state, take: np.ndarray):
     return jax.tree.map(
         lambda x: jnp.asarray(x[take] if isinstance(x, np.ndarray) else x[jnp.asarray(take)]), state
     )
+
+
+def _place(tree, axes, devices: tuple):
+    """``tree`` on ``devices``: leaves with a store axis (``axes``: vmap in_axes) split over the stores axis, the
+    others copied to every device. ``jit`` refuses arrays committed to devices other than its own, which a
+    snapshot's state or a caller's arrays may be."""
+    if len(devices) == 1:
+        return jax.device_put(tree, devices[0])
+    mesh = Mesh(np.asarray(devices), (STORES,))
+    specs = _specs(axes)
+    shardings = jax.tree.map(lambda s: NamedSharding(mesh, s), specs, is_leaf=lambda x: isinstance(x, P))
+    return jax.device_put(tree, shardings)
 
 
 def auto_store_chunk(env: Env, records: str, days: int, devices: Sequence[jax.Device]) -> int:
