@@ -9,7 +9,7 @@ Each ``EnvParams`` leaf has a documented kind (float or integer), trailing shape
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+import functools
 from typing import Any
 
 import jax
@@ -18,67 +18,91 @@ import numpy as np
 from rbjax.config import EnvConfig
 from rbjax.params import EnvParams
 
-Rule = Callable[[np.ndarray], bool]
-_any = lambda x: True
-_pos = lambda x: bool((x > 0).all())
-_nonneg = lambda x: bool((x >= 0).all())
-_unit = lambda x: bool(((x >= 0) & (x <= 1)).all())
-_ordered = lambda x: bool((x[..., 0] <= x[..., 1]).all())
+# The upper bounds keep every store's books finite: in float32 (max 3.4e38) a day's money is at most about
+# MONEY_MAX + UNITS_MAX x PRICE_MAX x J x K (5e15), so no horizon of the data window can overflow it, and the
+# int32 unit counts stay below 2^31 (J x K lines of at most ORDER_UNITS_MAX units, 4.8e8). Far above any
+# fitted or configured value (rent 600, initial funds 30,000, prices below 50, traffic below 5,000).
+MONEY_MAX = 1e9  # dollars: initial funds, daily rent
+PRICE_MAX = 1e6  # dollars a unit: prices, costs
+UNITS_MAX = 10_000_000  # units or customers a day: capacity, traffic
+ORDER_UNITS_MAX = 1_000_000  # units of one order line
+COEF = 1e3  # |x| of a demand, review or news coefficient
+DAYS_MAX = 1_000_000  # days of a count or a calendar offset
 
-# leaf -> (kind "f" float / "i" integer, trailing shape, rule, what the rule says). Shape symbols:
-# J products, G categories, T days of the data window.
-PARAM_SPEC: dict[str, tuple[str, tuple, Rule, str]] = {
-    "initial_funds": ("f", (), _nonneg, ">= 0"),
-    "rent": ("f", (), _nonneg, ">= 0"),
-    "capacity": ("i", (), _pos, ">= 1"),
-    "shelf_capacity": ("i", (), _nonneg, "in 0..J"),
-    "max_units_per_order": ("i", (), _pos, ">= 1"),
-    "neg_funds_days": ("i", (), _pos, ">= 1"),
-    "horizon": ("i", (), _pos, ">= 1"),
-    "open_day": ("i", (), _nonneg, "a day of the data window"),
-    "rho": ("f", (), _pos, "> 0"),
-    "alpha": ("f", ("J",), _any, "finite"),
-    "beta": ("f", ("J",), _any, "finite"),
-    "beta_s": ("f", ("J",), _any, "finite"),
-    "beta_c": ("f", ("J",), _any, "finite"),
-    "sigma": ("f", ("J",), _nonneg, ">= 0"),
-    "shelf_life": ("i", ("J",), _pos, ">= 1"),
-    "price_min": ("f", ("J",), _pos, "> 0"),
-    "price_max": ("f", ("J",), _pos, "> 0"),
-    "price_p30": ("f", ("J",), _pos, "> 0"),
-    "price_p70": ("f", ("J",), _pos, "> 0"),
-    "review_ratio": ("f", (), _unit, "in [0, 1]"),
-    "history_review_ratio": ("f", (), _unit, "in [0, 1]"),
-    "anchor_rating": ("f", ("J",), lambda x: bool(((x >= 1) & (x <= 5)).all()), "in [1, 5]"),
-    "review_poly": ("f", ("G", 5), _any, "finite"),
-    "news_ratios": (
-        "f",
-        (4,),
-        lambda x: _nonneg(x) and bool((x.sum(-1) > 0).all()),
-        ">= 0 with a positive sum",
-    ),
-    "news_weights": ("f", (4,), _any, "finite"),
-    "news_scale": ("f", (), _nonneg, ">= 0"),
-    "news_cap": ("f", (), _nonneg, ">= 0"),
-    "supply_category": ("i", ("J",), _nonneg, "category indices in 0..G-1"),
-    "quality_bands": ("f", (7, 2), _ordered, "rows (low, high) with low <= high"),
-    "price_bands": ("f", (5, 2), lambda x: _pos(x) and _ordered(x), "rows (low, high) with 0 < low <= high"),
-    "copula_rho": (
-        "f",
-        ("J", 2),
-        lambda x: bool(((x >= -1) & (x <= 1)).all()) and _ordered(x),
-        "rows (low, high) in [-1, 1] with low <= high",
-    ),
-    "cycle_range": (
-        "i",
-        (2,),
-        lambda x: bool((x >= 1).all() and (x <= np.iinfo(np.int16).max).all()) and _ordered(x),
-        "(low, high) with 1 <= low <= high <= 32767 (tier cycles are stored as int16)",
-    ),
-    "cost_series_start": ("i", ("J",), _any, "calendar days (negative: before the data window)"),
-    "traffic": ("f", ("T",), _nonneg, ">= 0"),
-    "base_cost": ("f", ("T", "J"), _pos, "> 0"),
-    "week_index": ("i", ("T",), _nonneg, ">= 0"),
+
+@dataclasses.dataclass(frozen=True)
+class Spec:
+    """One ``EnvParams`` leaf: kind ("f" float, "i" integer), trailing shape (symbols: J products, G
+    categories, T days of the data window) and the closed range [lo, hi] of every element (``open_lo``:
+    (lo, hi]). rows: the last axis holds (low, high) pairs with low <= high. note: what else must hold
+    (checked by ``check_params`` with the other leaves)."""
+
+    kind: str
+    shape: tuple
+    lo: float
+    hi: float
+    open_lo: bool = False
+    rows: bool = False
+    note: str = ""
+
+    def holds(self, x: np.ndarray) -> bool:
+        above = x > self.lo if self.open_lo else x >= self.lo
+        ok = bool((above & (x <= self.hi)).all())
+        return ok and (not self.rows or bool((x[..., 0] <= x[..., 1]).all()))
+
+    @property
+    def says(self) -> str:
+        num = lambda v: f"{int(v):,}" if self.kind == "i" else f"{v:g}"
+        if self.kind == "i":
+            text = f"in {num(self.lo)}..{num(self.hi)}"
+        else:
+            text = f"in {'(' if self.open_lo else '['}{num(self.lo)}, {num(self.hi)}]"
+        if self.rows:
+            text = f"rows (low, high) {text} with low <= high"
+        return text + (f" ({self.note})" if self.note else "")
+
+
+_f, _i = functools.partial(Spec, "f"), functools.partial(Spec, "i")
+_coef = lambda shape: _f(shape, -COEF, COEF)
+_price = lambda shape: _f(shape, 0, PRICE_MAX, open_lo=True)
+
+PARAM_SPEC: dict[str, Spec] = {
+    "initial_funds": _f((), 0, MONEY_MAX),
+    "rent": _f((), 0, MONEY_MAX),
+    "capacity": _i((), 1, UNITS_MAX),
+    "shelf_capacity": _i((), 0, DAYS_MAX, note="at most J"),
+    "max_units_per_order": _i((), 1, ORDER_UNITS_MAX),
+    "neg_funds_days": _i((), 1, DAYS_MAX),
+    "horizon": _i((), 1, DAYS_MAX, note="the episode inside the data window"),
+    "open_day": _i((), 0, DAYS_MAX, note="the episode and its history inside the data window"),
+    "rho": _f((), 0.1, 10.0),
+    "alpha": _coef(("J",)),
+    "beta": _coef(("J",)),
+    "beta_s": _coef(("J",)),
+    "beta_c": _coef(("J",)),
+    "sigma": _f(("J",), 0, COEF),
+    "shelf_life": _i(("J",), 1, DAYS_MAX),
+    "price_min": _price(("J",)),
+    "price_max": _price(("J",)),
+    "price_p30": _price(("J",)),
+    "price_p70": _price(("J",)),
+    "review_ratio": _f((), 0, 1),
+    "history_review_ratio": _f((), 0, 1),
+    "anchor_rating": _f(("J",), 1, 5),
+    "review_poly": _coef(("G", 5)),
+    "news_ratios": _f((4,), 0, COEF, note="a positive sum"),
+    "news_weights": _coef((4,)),
+    "news_scale": _f((), 0, COEF),
+    "news_cap": _f((), 0, COEF),
+    "supply_category": _i(("J",), 0, DAYS_MAX, note="category indices below G"),
+    "quality_bands": _f((7, 2), -5, 5, rows=True),
+    "price_bands": _f((5, 2), 0, 100, open_lo=True, rows=True),
+    "copula_rho": _f(("J", 2), -1, 1, rows=True),
+    "cycle_range": _i((2,), 1, np.iinfo(np.int16).max, rows=True, note="tier cycles are stored as int16"),
+    "cost_series_start": _i(("J",), -DAYS_MAX, DAYS_MAX, note="below T; negative: before the data window"),
+    "traffic": _f(("T",), 0, UNITS_MAX),
+    "base_cost": _price(("T", "J")),
+    "week_index": _i(("T",), 0, DAYS_MAX),
 }
 
 
@@ -99,9 +123,10 @@ def check_params(params: EnvParams, config: EnvConfig) -> None:
     J, G = config.num_products, config.num_categories
     T = int(np.shape(params.traffic)[-1])
     sizes = {"J": J, "G": G, "T": T}
-    for name, (kind, shape, rule, says) in PARAM_SPEC.items():
+    for name, spec in PARAM_SPEC.items():
         x = np.asarray(getattr(params, name))
-        want = tuple(sizes.get(s, s) for s in shape)
+        kind = spec.kind
+        want = tuple(sizes.get(s, s) for s in spec.shape)
         if x.ndim < len(want) or x.shape[x.ndim - len(want) :] != want:
             raise ValueError(f"EnvParams.{name} must have trailing shape {want}, got shape {x.shape}")
         if kind == "i" and x.dtype.kind not in "iu":
@@ -111,9 +136,11 @@ def check_params(params: EnvParams, config: EnvConfig) -> None:
         if kind == "f" and x.dtype.kind != "f":
             raise ValueError(f"EnvParams.{name} is a float leaf, got dtype {x.dtype}")
         if kind == "f" and not np.isfinite(x).all():
-            raise _fail(name, f"finite and {says}", x)
-        if not rule(x):
-            raise _fail(name, says, x)
+            raise _fail(name, f"finite and {spec.says}", x)
+        if not spec.holds(x):
+            raise _fail(name, spec.says, x)
+    if (np.asarray(params.news_ratios).sum(-1) <= 0).any():
+        raise _fail("news_ratios", "of a positive sum", np.asarray(params.news_ratios))
     _check_joint(params, config, T)
 
 

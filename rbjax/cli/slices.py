@@ -97,6 +97,38 @@ def run_saving_states(args, env, params, policy, policy_params, keys, records: s
     return jax.tree.map(lambda *x: np.concatenate(x, axis=1), *parts)
 
 
+def read_manifest(folder: str) -> dict:
+    """``slices.json`` of a slices folder (read from anyone: data, every field the agents read checked);
+    ValueError (one line) naming the file and the field."""
+    from rbjax.policies import NAMES
+    from rbjax.runners.untrusted import bad, is_int, read_json
+
+    path = os.path.join(folder, SLICES)
+    manifest = read_json(path, "slices manifest")
+    if not isinstance(manifest, dict):
+        raise ValueError(f"{path}: not a readable slices manifest (not a JSON object)")
+    required = ("policy", "grouping", "supplier_attempts", "seed")
+    checks = {
+        "policy": (lambda v: v in NAMES, f"a policy name ({', '.join(NAMES)})"),
+        "grouping": (lambda v: v in ("20", "ref19"), "'20' or 'ref19'"),
+        "supplier_attempts": (lambda v: is_int(v) and v >= 1, "an int >= 1"),
+        "seed": (is_int, "an int"),
+        "checkpoint": (lambda v: v is None or isinstance(v, str), "a path or null"),
+        "greedy": (lambda v: isinstance(v, bool), "true or false"),
+        "stores": (lambda v: is_int(v) and v >= 1, "an int >= 1"),
+        "days": (lambda v: is_int(v) and v >= 1, "an int >= 1"),
+        "every": (lambda v: is_int(v) and v >= 1, "an int >= 1"),
+        "data": (lambda v: v is None or isinstance(v, str), "a path or null"),
+        "files": (lambda v: isinstance(v, dict), "a JSON object"),
+    }
+    for name, (ok, want) in checks.items():
+        if name in required and name not in manifest:
+            raise ValueError(f"{path}: field {name!r} is missing")
+        if name in manifest and not ok(manifest[name]):
+            raise bad(path, name, want, manifest[name])
+    return manifest
+
+
 def slice_files(folder: str, at: str | None) -> list[tuple[int, str]]:
     """[(day, path)] of the snapshots in ``folder`` (all, or the days of --at), by day; one-line errors."""
     if not os.path.isdir(folder):
@@ -152,6 +184,8 @@ def main_from_states(args, env) -> None:
     summary = paired.summarize(table)
     if len(files) > 1:
         summary = pd.concat([summary, paired.summarize(table, by=None)])
+    broken = paired.broken_slices(table)
+    summary.attrs.update(broken=broken, slices=len(table))
     print(paired.format_summary(summary, args.policy, args.reference, args.days))
     if args.out:
         with atomic_file(os.path.join(args.out, "slices.csv")) as f:
@@ -159,3 +193,5 @@ def main_from_states(args, env) -> None:
         with atomic_file(os.path.join(args.out, "paired.png"), "wb") as f:
             paired.plot(table, args.policy, args.reference, args.days).savefig(f, dpi=110, format="png")
         print(f"wrote slices.csv and paired.png in {args.out}")
+    if broken:
+        raise fail(f"{len(broken)} slices ended with a non-finite net worth: the results above are not valid")

@@ -150,15 +150,25 @@ def compare(
     out = pd.DataFrame(rows).set_index("metric")
     if label is None and reference is paper.ORACLE:
         label = "oracle"
-    out.attrs.update(label=label, days=days)
+    out.attrs.update(label=label, days=days, broken=non_finite_stores(table).tolist(), stores=len(table))
     return out
 
 
 def non_finite_stores(table: pd.DataFrame) -> np.ndarray:
-    """Indices of the stores whose net worth or counts are not finite: a corrupted run, never a valid result."""
+    """Indices of the stores whose net worth or counts are not finite: a corrupted run, never a valid result
+    (``compare`` keeps them in ``attrs["broken"]`` and ``format_compare`` prints them as a failure)."""
     cols = ["final_net_worth", "survival_days", "total_sales", "stockout_days"]
     bad = ~np.isfinite(table[cols].to_numpy(np.float64)).all(1)
     return np.flatnonzero(bad)
+
+
+def broken_line(broken, stores: int) -> str:
+    """The failure line of a run with corrupted stores (``non_finite_stores``)."""
+    shown = ", ".join(map(str, list(broken)[:8])) + (", ..." if len(broken) > 8 else "")
+    return (
+        f"FAILED: {len(broken):,} of {stores:,} stores ended with a non-finite net worth or count (stores "
+        f"{shown}): their books broke, they are left out of every figure above, and the run is not a valid result"
+    )
 
 
 PAPER_DAYS = 180  # the paper's runs are 180 days long
@@ -226,6 +236,8 @@ def format_compare(cmp: pd.DataFrame) -> str:
             f"{stats.RESAMPLES:,} resamples"
         )
     lines.append("gap (sd) = (rbjax mean - paper) / rbjax sd; n/a: no spread over stores, or no value")
+    if cmp.attrs.get("broken"):
+        lines.append(broken_line(cmp.attrs["broken"], cmp.attrs.get("stores", 0)))
     return "\n".join(lines)
 
 

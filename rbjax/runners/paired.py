@@ -191,7 +191,17 @@ def summarize(table: pd.DataFrame, by: str | None = "start_day", seed: int = 0) 
                 "mean": float(part["ref_survived"].mean()),
             }
         )
-    return pd.DataFrame(rows).set_index(["group", "metric"])
+    out = pd.DataFrame(rows).set_index(["group", "metric"])
+    out.attrs.update(broken=broken_slices(table), slices=len(table))
+    return out
+
+
+def broken_slices(table: pd.DataFrame) -> list[tuple[int, int]]:
+    """(store, start_day) of the slices whose net worth (the policy's or the reference's) is not finite: books
+    that broke, never a result (``format_summary`` prints them as a failure)."""
+    money = table[["net_worth", "ref_net_worth"]].to_numpy(np.float64)
+    bad = ~np.isfinite(money).all(1)
+    return [(int(s), int(d)) for s, d in zip(table["store"][bad], table["start_day"][bad])]
 
 
 _STATS = ("n", "mean", "ci_low", "ci_high", "median", "iqm", "min")
@@ -226,6 +236,15 @@ def format_summary(summary: pd.DataFrame, policy: str, reference: str, days: int
         )
         lines.append(f"  survived the slice: {policy} {surv:.1%}, {reference} {ref:.1%}")
     lines.append("price/shelf/order_differs: products a day whose decision differed from the reference's")
+    broken = summary.attrs.get("broken")
+    if broken:
+        shown = ", ".join(f"store {s} from day {d}" for s, d in broken[:4]) + (
+            ", ..." if len(broken) > 4 else ""
+        )
+        lines.append(
+            f"FAILED: {len(broken):,} of {summary.attrs.get('slices', 0):,} slices ended with a non-finite net "
+            f"worth ({shown}): their books broke, they are left out of every figure above"
+        )
     return "\n".join(lines)
 
 
