@@ -42,6 +42,7 @@ GROUPS = {
     "tests/test_agent_resume.py": "agent-engine",
     "tests/test_agent_replay.py": "agent-engine",
     "tests/test_agent_slices.py": "agent-engine",
+    "tests/test_run_folders.py": "agent-engine",
 }
 # The order the groups start in (the others follow in file order): the golden programs first, as the other
 # groups reuse them through the cache, then the longest groups, so that the two workers end close together.
@@ -49,6 +50,7 @@ FIRST = (
     "golden",
     "ppo",
     "oracle",
+    "tests/test_default_devices.py",  # its own processes compile the multi-device programs: start it early
     "wrappers",
     "tests/test_env.py",
     "agent-engine",

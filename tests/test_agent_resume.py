@@ -120,7 +120,7 @@ def test_agents_run_against_a_failing_endpoint_ends_with_one_line_and_scores_not
     assert "\n" not in message
     assert f"{STORES} of {STORES} stores paused on day 1" in message and "continue with --resume" in message
     for s in range(STORES):
-        assert days_logged(out, s) == [] and not (out / f"store_{s}" / "checkpoint.pkl").exists()
+        assert days_logged(out, s) == [] and not (out / f"store_{s}" / "checkpoint.npz").exists()
     assert not (out / "records.npz").exists() and not list(out.glob("*_stores.csv"))
     assert "final_net_worth" not in capsys.readouterr().out  # no table
 
@@ -198,8 +198,8 @@ def test_corrupt_run_files_are_one_line_errors_naming_the_file(env, params, tmp_
     with pytest.raises(ValueError, match=r"run.json: not a readable run.json"):
         play(env, params, tmp_path, FailsOn(), resume=True)
     (tmp_path / "run.json").write_bytes(good)
-    (tmp_path / "store_0" / "checkpoint.pkl").write_bytes(b"\0" * 40)
-    with pytest.raises(ValueError, match=r"store_0/checkpoint.pkl: not a readable checkpoint"):
+    (tmp_path / "store_0" / "checkpoint.npz").write_bytes(b"\0" * 40)
+    with pytest.raises(ValueError, match=r"store_0/checkpoint.npz: not a readable checkpoint"):
         play(env, params, tmp_path, FailsOn(), resume=True)
 
 

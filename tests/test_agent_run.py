@@ -218,3 +218,40 @@ def test_the_oracle_manages_two_products_per_label_40_or_38():
         obs = SimpleNamespace(category=jax.numpy.asarray(labels), history_profit=profit, shelf_capacity=40)
         plan, _ = shelf_plan(rbjax.policies.OracleParams.default(), obs)
         assert int(plan.sum()) == managed
+
+
+def test_every_refusal_of_a_used_folder_names_a_command_that_works(tmp_path):
+    """A policy run cannot be resumed: each refusal (a fresh run into a used folder, --resume, replaying a run
+    cut mid-day) names only --overwrite, and the command it names then runs."""
+    import re
+
+    from rbjax.cli import main
+
+    line = [
+        "agents",
+        "run",
+        "--model",
+        "policy:oracle",
+        "--stores",
+        "2",
+        "--days",
+        "2",
+        "--out",
+        str(tmp_path),
+    ]
+    main(line)
+
+    def refusal(argv) -> str:
+        with pytest.raises(SystemExit) as e:
+            main(argv)
+        return str(e.value)
+
+    cut = tmp_path / "store_1" / "tool_calls.jsonl"
+    whole = cut.read_text()
+    cut.write_text("".join(whole.splitlines(keepends=True)[:-1]))  # the last end_today gone
+    messages = [refusal(line), refusal([*line, "--resume"]), refusal(["agents", "replay", str(tmp_path)])]
+    for message in messages:
+        named = re.findall(r"--[a-z][a-z-]*", re.sub(r"^rbjax: (--[a-z-]+: )?", "", message))
+        assert named and set(named) <= {"--overwrite", "--out"}, message
+    main([*line, "--overwrite"])  # what every refusal named
+    assert len(cut.read_text().splitlines()) == len(whole.splitlines())  # the whole run again

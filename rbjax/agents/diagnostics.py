@@ -36,7 +36,7 @@ import warnings
 import numpy as np
 import pandas as pd
 
-from rbjax.agents.trace import read
+from rbjax.agents.trace import check_call, check_tokens, read
 
 TOP, LOOKBACK, FOLLOW_UP, PRICE_CAP, NUM_SUPPLIERS = 10, 3, 7, 50.0, 5
 ACTIONS = ("place_order", "modify_sku_price")
@@ -230,11 +230,18 @@ def diagnose(
     rows = []
     for s in store_folders(run):
         folder = os.path.join(run, f"store_{s}")
-        days = split_days(read(os.path.join(folder, "tool_calls.jsonl"), timing=False), include_runner)
-        row = {"store": s, **four_stage(days, categories, oracle_convention)}
+        path = os.path.join(folder, "tool_calls.jsonl")
+        records = read(path, timing=False, check=check_call)
+        try:  # the records' fields are checked; what they hold together is data from anyone too
+            row = {
+                "store": s,
+                **four_stage(split_days(records, include_runner), categories, oracle_convention),
+            }
+        except (KeyError, TypeError, AttributeError, IndexError, ValueError) as e:
+            raise ValueError(f"{path}: not a trace of `rbjax agents run` ({type(e).__name__}: {e})") from None
         tokens = os.path.join(folder, "tokens.jsonl")
         if os.path.exists(tokens):
-            per_day = read(tokens, timing=False)
+            per_day = read(tokens, timing=False, check=check_tokens)
             row["tokens_per_day"] = sum(d["total_tokens"] for d in per_day) / max(len(per_day), 1)
         rows.append(row)
     return pd.DataFrame(rows).set_index("store")

@@ -86,23 +86,108 @@ class StoreLedger:
         self.news_log: list[dict] = []  # every item shown, {record_id, id, title, content, date, cal}
         self.notes: list[dict] = []
 
-    def __getstate__(self) -> dict:
-        """Pickled without the rows not yet filled (a checkpoint of an early day is small)."""
-        state = dict(vars(self))
-        state["_days"] = len(self.price)
-        for k, v in vars(self).items():
-            if isinstance(v, np.ndarray):
-                state[k] = v[: self.filled]
-        return state
+    ARRAYS = (
+        "price",
+        "units",
+        "returned",
+        "cogs",
+        "sold_k",
+        "returned_k",
+        "ordered_k",
+        "reviews",
+        "stars",
+        "quotes",
+        "expired",
+        "stockout",
+    )
 
-    def __setstate__(self, state: dict) -> None:
-        days = state.pop("_days")
-        for k, v in state.items():
-            if isinstance(v, np.ndarray):
-                full = np.zeros((days, *v.shape[1:]), v.dtype)
-                full[: len(v)] = v
-                state[k] = full
-        vars(self).update(state)
+    def to_data(self) -> tuple[dict, dict[str, np.ndarray]]:
+        """(JSON-able fields, arrays cut to the filled rows): a checkpoint's ledger, data only (a checkpoint of
+        an early day is small). ``from_data`` reads it back."""
+        fields = {
+            "first_cal": int(self.first_cal),
+            "days": len(self.price),
+            "J": int(self.J),
+            "K": int(self.K),
+            "filled": int(self.filled),
+            "quotes_filled": int(self.quotes_filled),
+            "orders": [dataclasses.asdict(o) for o in self.orders],
+            "news_ids": list(self.news_ids),
+            "news_log": list(self.news_log),
+            "notes": list(self.notes),
+        }
+        return fields, {k: getattr(self, k)[: self.filled] for k in self.ARRAYS}
+
+    @classmethod
+    def from_data(cls, fields: dict, arrays: dict, like: StoreLedger, path: str, prefix: str = "ledger"):
+        """The ledger of ``to_data``'s output read from a file (``path``, named in the errors), checked
+        against ``like`` (an empty ledger of this run: its first day, days, products and suppliers): every
+        field's type, every array's shape and dtype. The arrays used are popped from ``arrays``. ValueError
+        (one line) naming the field."""
+        from rbjax.runners.untrusted import INT, NUMBER, STR, bad, need_array, need_dict, need_int, need_list
+
+        f = lambda name: f"{prefix}.{name}"  # noqa: E731
+        need_dict(path, prefix, fields)
+        for name in ("first_cal", "days", "J", "K"):
+            want = len(like.price) if name == "days" else getattr(like, name)
+            if fields.get(name) != want or not isinstance(fields.get(name), int):
+                raise bad(path, f(name), f"{want} (this run's)", fields.get(name))
+        T, J, K = len(like.price), like.J, like.K
+        filled = need_int(path, f("filled"), fields.get("filled"), 0, T)
+        quotes_filled = need_int(path, f("quotes_filled"), fields.get("quotes_filled"), 0, filled)
+        out = cls(like.first_cal, T, J, K)
+        for name in cls.ARRAYS:
+            template = getattr(like, name)
+            x = need_array(
+                path, f(name), arrays.pop(name, None), (filled, *template.shape[1:]), template.dtype
+            )
+            getattr(out, name)[:filled] = x
+        out.filled, out.quotes_filled = filled, quotes_filled
+        cal = lambda path, field, x: need_int(path, field, x, 0)  # noqa: E731
+
+        def line(path, field, x):
+            need_dict(
+                path,
+                field,
+                x,
+                {
+                    "product": lambda p, fd, v: need_int(p, fd, v, 0, J - 1),
+                    "units": lambda p, fd, v: need_int(p, fd, v, 0),
+                    "unit_price": NUMBER,
+                    "line_cost": NUMBER,
+                    "quality": NUMBER,
+                },
+            )
+
+        def order(path, field, x):
+            need_dict(
+                path,
+                field,
+                x,
+                {
+                    "order_id": STR,
+                    "supplier": lambda p, fd, v: need_int(p, fd, v, 0, K - 1),
+                    "created": cal,
+                    "arrival": cal,
+                    "lines": lambda p, fd, v: need_list(p, fd, v, line),
+                    "cost": NUMBER,
+                    "call": lambda p, fd, v: need_int(p, fd, v, 0),
+                },
+            )
+            if not like.first_cal <= x["created"] < like.first_cal + T:
+                raise bad(path, field + ".created", f"a day of the ledger ({like.first_cal}..)", x["created"])
+
+        news = {"record_id": INT, "id": STR, "title": STR, "content": STR, "date": STR, "cal": cal}
+        note = {"id": STR, "content": STR, "date": STR}
+        need_list(path, f("orders"), fields.get("orders"), order)
+        need_list(path, f("news_ids"), fields.get("news_ids"), STR)
+        need_list(path, f("news_log"), fields.get("news_log"), lambda p, fd, v: need_dict(p, fd, v, news))
+        need_list(path, f("notes"), fields.get("notes"), lambda p, fd, v: need_dict(p, fd, v, note))
+        out.orders = [Order(**o) for o in fields["orders"]]
+        out.news_ids = list(fields["news_ids"])
+        out.news_log = [dict(n) for n in fields["news_log"]]
+        out.notes = [dict(n) for n in fields["notes"]]
+        return out
 
     def rows(self, first: int, last: int) -> range:
         """Rows of the calendar days first..last (inclusive) that have records."""

@@ -3,12 +3,14 @@ store, one shared chat model (its semaphore caps the requests in flight).
 
 Per store, in ``OUT/store_{s}/``: ``tool_calls.jsonl`` (every tool call), ``turns.jsonl`` (one record per
 model call: phase, day, round, turn, the new messages, usage, parse method, a hash of the request),
-``tokens.jsonl`` (per day; reflection tokens apart) and ``checkpoint.pkl``, rewritten at every day's end:
+``tokens.jsonl`` (per day; reflection tokens apart) and ``checkpoint.npz``, rewritten at every day's end:
 the store's engine row, ledger, news slots, framework memory, records so far, and the sizes of its log
-files. ``run.json`` holds the run's identity (``run_identity``; never the API key). A fresh run refuses a
-folder that holds a run unless ``overwrite=True``. With ``resume=True`` the identity must match, each store
-starts from its checkpoint and its logs are cut back to it, so finished days are not replayed and the
-results equal an uninterrupted run's.
+files, as data only (arrays and one JSON member, read back with ``allow_pickle=False`` and checked against
+the run: a run folder from anyone is never code). ``run.json`` holds the run's identity (``run_identity``;
+never the API key). A fresh run refuses a folder that holds a run unless ``overwrite=True``. With
+``resume=True`` the identity must match, each store starts from its checkpoint and its logs are cut back to
+it, so finished days are not replayed and the results equal an uninterrupted run's. A folder with
+``checkpoint.pkl`` files (an older rbjax's pickles) is refused, never read.
 
 When the chat endpoint fails (``InfraError``) a store pauses where it was: its day is not ended, recorded
 or checkpointed. The other stores go on; once none can, ``RunPaused`` says why, to be continued by a resume.
@@ -19,10 +21,11 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import datetime as dt
+import functools
+import glob
 import hashlib
 import json
 import os
-import pickle
 import re
 
 import jax
@@ -32,14 +35,38 @@ import pandas as pd
 import rbjax
 from rbjax.agents.engine import AgentEngine
 from rbjax.agents.frameworks import LLMAgent, Rules, request_hash
+from rbjax.agents.ledger import StoreLedger
 from rbjax.agents.llm import InfraError, Usage
 from rbjax.agents.prompts import Prompts
-from rbjax.agents.run import Progress, StorePaused, make_stores, prepare_folder, run_async, stack_records
-from rbjax.agents.trace import TraceWriter, read
+from rbjax.agents.run import (
+    Progress,
+    StorePaused,
+    make_stores,
+    new_ledger,
+    prepare_folder,
+    run_async,
+    stack_records,
+)
+from rbjax.agents.trace import TraceWriter, check_tokens, read
 from rbjax.runners.record_files import atomic_file
+from rbjax.runners.untrusted import (
+    STR,
+    bad,
+    json_object,
+    need_array,
+    need_dict,
+    need_int,
+    need_list,
+    read_npz,
+    shown,
+)
+from rbjax.state import DayInfo
 
-CHECKPOINT_VERSION = 1
+CHECKPOINT_VERSION = 2  # 1: checkpoint.pkl (a pickle), never read
 LOGS = ("tool_calls", "turns", "tokens")
+CHECKPOINT = "checkpoint.npz"
+OLD_CHECKPOINT = "checkpoint.pkl"  # rbjax before checkpoints were data: never read
+CHECKPOINT_FORMAT = "rbjax-agent-checkpoint"
 
 
 class AgentLog:
@@ -95,11 +122,11 @@ class AgentLog:
 
 
 class Checkpointed:
-    """A ``DayAgent`` that saves its store after every day (``checkpoint.pkl``, written atomically)."""
+    """A ``DayAgent`` that saves its store after every day (``checkpoint.npz``, written atomically)."""
 
     def __init__(self, agent: LLMAgent, engine: AgentEngine, folder: str, records: list):
         self.agent, self.engine, self.records = agent, engine, records
-        self.path = os.path.join(folder, "checkpoint.pkl")
+        self.path = os.path.join(folder, CHECKPOINT)
 
     async def act(self, store, today):
         return await self.agent.act(store, today)
@@ -142,22 +169,140 @@ class RunPaused(RuntimeError):
 
 
 def save_checkpoint(path: str, content: dict) -> None:
+    """Write a store's checkpoint (``Checkpointed.after_day``'s content) as data: an ``.npz`` of arrays (the
+    engine row flattened by key path, the ledger's filled rows, the records so far stacked, the news slots'
+    remaining days) and one JSON member ``meta`` for the rest; atomically (``atomic_file``)."""
+    fields, ledger_arrays = content["ledger"].to_data()
+    news_today, news_remain = content["news"]
+    arrays = {}
+    for part in ("obs", "state"):
+        for p, leaf in jax.tree_util.tree_flatten_with_path(content["engine"][part])[0]:
+            arrays[f"engine.{part}{jax.tree_util.keystr(p)}"] = np.asarray(leaf)
+    arrays["engine.lead"] = np.asarray(content["engine"]["lead"])
+    arrays |= {f"ledger.{k}": v for k, v in ledger_arrays.items()}
+    if news_remain is not None:
+        arrays["news.remain"] = np.asarray(news_remain)
+    records = content["records"]
+    arrays["records.day"] = np.asarray([day for day, _ in records], np.int32)
+    for f in dataclasses.fields(DayInfo):
+        arrays[f"records.{f.name}"] = np.stack([np.asarray(getattr(info, f.name)) for _, info in records])
+    meta = {
+        "format": CHECKPOINT_FORMAT,
+        "version": content["version"],
+        "store": int(content["store"]),
+        "days": int(content["days"]),
+        "ledger": fields,
+        "news_today": [dict(n) for n in news_today],
+        "memory": content["memory"],
+        "files": {k: int(v) for k, v in content["files"].items()},
+    }
+    arrays["meta"] = np.asarray(json.dumps(meta, default=_plain))
     with atomic_file(path, "wb") as f:
-        pickle.dump(content, f, protocol=pickle.HIGHEST_PROTOCOL)
+        np.savez(f, **arrays)
 
 
-def load_checkpoint(path: str) -> dict | None:
-    """A store's checkpoint (a file this runner wrote: it is unpickled), or None when there is none."""
+def _plain(x):
+    """numpy scalars in the ledger's orders as Python numbers."""
+    if isinstance(x, np.generic):
+        return x.item()
+    raise TypeError(f"{type(x).__name__} is not data")
+
+
+def load_checkpoint(path: str, engine: AgentEngine, store: int) -> dict | None:
+    """Store ``store``'s checkpoint, read as untrusted data (``np.load(allow_pickle=False)``, JSON) and checked
+    against this run: the engine row against the engine's own state, the ledger against this run's ledger
+    shapes, the records against the engine's ``DayInfo``; None when there is none. ValueError (one line)
+    naming the file and the field. The content is ``Checkpointed.after_day``'s."""
     if not os.path.exists(path):
         return None
-    try:
-        with open(path, "rb") as f:
-            content = pickle.load(f)
-    except Exception as e:  # noqa: BLE001 - any unreadable checkpoint is reported the same way
-        raise ValueError(f"{path}: not a readable checkpoint ({type(e).__name__}: {e})") from None
-    if not isinstance(content, dict) or content.get("version") != CHECKPOINT_VERSION:
-        raise ValueError(f"{path}: not a checkpoint of this rbjax version")
-    return content
+    arrays = read_npz(path, "checkpoint")
+    if "meta" not in arrays or arrays["meta"].dtype.kind != "U" or arrays["meta"].shape != ():
+        raise ValueError(f"{path}: not a readable checkpoint (no 'meta' entry)")
+    meta = json_object(path, arrays.pop("meta"), "checkpoint")
+    if meta.get("format") != CHECKPOINT_FORMAT or meta.get("version") != CHECKPOINT_VERSION:
+        raise ValueError(
+            f"{path}: not a checkpoint of this rbjax version (format {shown(meta.get('format'))}, "
+            f"version {shown(meta.get('version'))}; this rbjax writes {CHECKPOINT_FORMAT} {CHECKPOINT_VERSION})"
+        )
+    horizon = int(engine.params.horizon)
+    if need_int(path, "store", meta.get("store")) != store:
+        raise bad(path, "store", f"{store} (the store of its folder)", meta.get("store"))
+    days = need_int(path, "days", meta.get("days"), 1, horizon)
+    size = lambda p, field, x: need_int(p, field, x, 0)  # noqa: E731
+    files = need_dict(path, "files", meta.get("files"), dict.fromkeys(LOGS, size))
+    strings = lambda p, field, x: need_list(p, field, x, STR)  # noqa: E731
+    memory = need_dict(
+        path, "memory", meta.get("memory"), {"reflection": STR, "actions": strings, "end_text": STR}
+    )
+    news_item = {"id": STR, "title": STR, "content": STR, "date": STR}
+    news_today = need_list(
+        path, "news_today", meta.get("news_today"), lambda p, fd, v: need_dict(p, fd, v, news_item)
+    )
+    pop = lambda prefix: {k[len(prefix) :]: arrays.pop(k) for k in list(arrays) if k.startswith(prefix)}  # noqa: E731
+    engine_arrays, ledger_arrays, record_arrays = pop("engine."), pop("ledger."), pop("records.")
+    row = {}
+    for part in ("obs", "state"):
+        batch = getattr(engine, part)
+        flat, treedef = jax.tree_util.tree_flatten_with_path(batch)
+        leaves = []
+        for p, leaf in flat:
+            name = f"{part}{jax.tree_util.keystr(p)}"
+            x = need_array(path, f"engine.{name}", engine_arrays.pop(name, None), leaf.shape[1:], leaf.dtype)
+            leaves.append(x)
+        row[part] = jax.tree_util.tree_unflatten(treedef, leaves)
+    row["lead"] = need_array(
+        path, "engine.lead", engine_arrays.pop("lead", None), engine.lead.shape[1:], engine.lead.dtype
+    )
+    remain = arrays.pop("news.remain", None)
+    if remain is not None:
+        want = engine.host["news"].remain
+        remain = need_array(path, "news.remain", remain, want.shape[1:], want.dtype)
+    ledger = StoreLedger.from_data(meta.get("ledger"), ledger_arrays, new_ledger(engine), path)
+    template = info_template(engine.env)
+    n = days
+    day = need_array(path, "records.day", record_arrays.pop("day", None), (n,), np.int32)
+    if not np.array_equal(day, np.arange(n)):
+        raise bad(path, "records.day", f"the days 0..{n - 1}", day.tolist()[:8])
+    fields = {}
+    for f in dataclasses.fields(DayInfo):
+        want = getattr(template, f.name)
+        x = need_array(
+            path, f"records.{f.name}", record_arrays.pop(f.name, None), (n, *want.shape), want.dtype
+        )
+        fields[f.name] = x
+    records = [(d, DayInfo(**{k: v[d] for k, v in fields.items()})) for d in range(n)]
+    left = [f"engine.{k}" for k in engine_arrays] + [f"ledger.{k}" for k in ledger_arrays]
+    left += [f"records.{k}" for k in record_arrays] + list(arrays)
+    if left:
+        raise ValueError(f"{path}: field {sorted(left)[0]!r} is not one this rbjax writes")
+    return {
+        "version": CHECKPOINT_VERSION,
+        "store": store,
+        "days": days,
+        "engine": row,
+        "ledger": ledger,
+        "news": ([dict(x) for x in news_today], remain),
+        "memory": memory,
+        "records": records,
+        "files": files,
+    }
+
+
+@functools.cache
+def info_template(env) -> DayInfo:
+    """One store-day's ``DayInfo`` as ShapeDtypeStructs (traced once per env)."""
+    from rbjax.runners.snapshots import _state_template
+    from rbjax.state import Action
+
+    params = env.default_params()
+    return jax.eval_shape(
+        lambda s: env.step(jax.random.key(0), s, Action.noop(s), params)[-1], _state_template(env)
+    )
+
+
+def old_checkpoints(out: str) -> list[str]:
+    """The ``checkpoint.pkl`` files of an older rbjax in a run folder (never read: unpickling runs code)."""
+    return sorted(glob.glob(os.path.join(glob.escape(out), "store_*", OLD_CHECKPOINT)))
 
 
 def digest(value) -> str:
@@ -277,8 +422,15 @@ def run_llm_agents(
         settings = {"from_states": True, "at": start.day, "days": start.days, **(settings or {})}
     identity = run_identity(env, params, keys, framework, rules, prompts, tool_options, settings)
     if resume:
+        old = old_checkpoints(out)  # before the identity: an older rbjax's run.json differs in its version
+        if old:
+            raise ValueError(
+                f"--resume: {out} holds checkpoints of an older rbjax ({os.path.relpath(old[0], out)}"
+                f"{f' and {len(old) - 1} more' if len(old) > 1 else ''}, a format that can run code when "
+                "read): they are not read; start the run again with --overwrite"
+            )
         check_resume(out, identity)
-    prepare_folder(out, resume, overwrite)
+    prepare_folder(out, resume, overwrite, resumable=start is None)
     if not resume:
         with atomic_file(os.path.join(out, "run.json")) as f:
             json.dump(identity, f, indent=1)
@@ -287,7 +439,7 @@ def run_llm_agents(
     saved = {}
     if resume:
         for s in range(engine.B):
-            content = load_checkpoint(os.path.join(out, f"store_{s}", "checkpoint.pkl"))
+            content = load_checkpoint(os.path.join(out, f"store_{s}", CHECKPOINT), engine, s)
             if content is not None:
                 saved[s] = content
         engine.set_rows({s: c["engine"] for s, c in saved.items()})
@@ -368,7 +520,7 @@ def tool_token_table(out: str, stores: int) -> pd.DataFrame:
     last columns), and the requests sent."""
     rows = []
     for s in range(stores):
-        days = read(os.path.join(out, f"store_{s}", "tokens.jsonl"))
+        days = read(os.path.join(out, f"store_{s}", "tokens.jsonl"), check=check_tokens)
         n = max(len(days), 1)
         rows.append(
             {

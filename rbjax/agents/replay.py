@@ -39,9 +39,10 @@ import pandas as pd
 
 from rbjax.agents import diagnostics
 from rbjax.agents.llm_run import read_run_json
-from rbjax.agents.trace import TIMING_FIELDS, TraceWriter, read, record
+from rbjax.agents.trace import TIMING_FIELDS, TraceWriter, check_call, check_tokens, read, record
 from rbjax.runners import metrics
 from rbjax.runners.records import DaySummary
+from rbjax.runners.untrusted import bad, is_int, is_number, read_npz
 from rbjax.state import DayInfo
 
 TRACE_COLUMNS = metrics.MAIN_TABLE + ("stockout_ratio",)
@@ -116,15 +117,44 @@ def read_settings(run_dir: str) -> dict:
     if not os.path.isdir(run_dir):
         raise ValueError(f"{run_dir}: not a folder")
     path = os.path.join(run_dir, "run.json")
-    settings = read_run_json(run_dir, f"{run_dir} holds no agents run (a folder of `rbjax agents run`)")
+    settings = check_settings(
+        path, read_run_json(run_dir, f"{run_dir} holds no agents run (a folder of `rbjax agents run`)")
+    )
     if settings.get("from_states"):
         raise ValueError(
             f"{run_dir} started from a slice (--from-states, day {settings.get('at')}): its traces begin on that "
             "day, so it cannot be replayed or rescored from them (diagnose works)"
         )
     for field in ("stores", "days"):
-        if not isinstance(settings.get(field), int) or settings[field] < 1:
+        if not is_int(settings.get(field)) or settings[field] < 1:
             raise ValueError(f"{path}: no {field} (a positive integer) in it")
+    return settings
+
+
+def check_settings(path: str, settings: dict) -> dict:
+    """The fields of a run.json (read from anyone) that replay, rescore and diagnose use, each of its type;
+    ValueError (one line) naming the field."""
+    checks = {
+        "stores": (lambda v: is_int(v) and v >= 1, "an int >= 1"),
+        "days": (lambda v: is_int(v) and v >= 1, "an int >= 1"),
+        "seed": (is_int, "an int"),
+        "grouping": (lambda v: v in ("20", "ref19"), "'20' or 'ref19'"),
+        "supplier_attempts": (lambda v: is_int(v) and v >= 1, "an int >= 1"),
+        "model": (lambda v: isinstance(v, str), "a string"),
+        "framework": (lambda v: isinstance(v, str), "a string"),
+        "keys": (lambda v: isinstance(v, str), "a string"),
+        "engine": (lambda v: isinstance(v, str), "a string"),
+        "tools": (lambda v: isinstance(v, dict), "a JSON object"),
+        "at": (lambda v: v is None or is_int(v), "an int"),
+    }
+    for name, (ok, want) in checks.items():
+        if name in settings and not ok(settings[name]):
+            raise bad(path, name, want, settings[name])
+    tools = settings.get("tools") or {}
+    if "explicit_news" in tools and not isinstance(tools["explicit_news"], bool):
+        raise bad(path, "tools.explicit_news", "true or false", tools["explicit_news"])
+    if "code_timeout" in tools and not (is_number(tools["code_timeout"]) and tools["code_timeout"] > 0):
+        raise bad(path, "tools.code_timeout", "a number > 0", tools["code_timeout"])
     return settings
 
 
@@ -185,10 +215,17 @@ def tool_options(settings: dict, explicit_news: bool | None = None) -> dict:
     return {k: options[k] for k in ("explicit_news", "code_timeout") if k in options}
 
 
-def read_traces(run_dir: str, stores: int) -> list[list[list[dict]]]:
+def resumable(settings: dict) -> bool:
+    """Whether ``rbjax agents run --resume`` can continue the run of ``settings`` (run.json): a language-model
+    run of fresh stores (policy runs keep no checkpoints; a run from --from-states starts from its slice)."""
+    return settings.get("framework") != "policy" and not settings.get("from_states")
+
+
+def read_traces(run_dir: str, stores: int, resumable: bool = True) -> list[list[list[dict]]]:
     """Every store's trace split into days: [store][day] -> records, each day ending at its ``end_today``.
     ValueError (one line) for a missing trace, a record without the fields a replay needs, days out of
-    order, or calls after the last ``end_today`` (a run that did not finish its day)."""
+    order, or calls after the last ``end_today`` (a run that did not finish its day: to finish with
+    ``--resume`` when ``resumable``, else to run again)."""
     found = diagnostics.store_folders(run_dir)
     if found != list(range(stores)):
         raise ValueError(f"{run_dir}: traces of stores {found}, run.json says {stores} stores")
@@ -196,7 +233,7 @@ def read_traces(run_dir: str, stores: int) -> list[list[list[dict]]]:
     for s in range(stores):
         path = os.path.join(run_dir, f"store_{s}", "tool_calls.jsonl")
         days, day = [], []
-        for n, r in enumerate(read(path, timing=False), 1):
+        for n, r in enumerate(read(path, timing=False, check=check_call), 1):
             where = f"{path}, record {n}"
             if not isinstance(r, dict) or not isinstance(r.get("tool"), str):
                 raise ValueError(f"{where}: not a tool call record (no tool name)")
@@ -223,7 +260,11 @@ def read_traces(run_dir: str, stores: int) -> list[list[list[dict]]]:
         if day:
             raise ValueError(
                 f"{path}: {len(day)} calls after the last end_today (day {len(days) + 1} never ended: an "
-                "unfinished run; finish it with `rbjax agents run --resume`)"
+                + (
+                    "unfinished run; finish it with `rbjax agents run --resume`)"
+                    if resumable
+                    else "unfinished run, which cannot be resumed: run it again with --overwrite)"
+                )
             )
         if not days:
             raise ValueError(f"{path}: no finished day")
@@ -232,15 +273,23 @@ def read_traces(run_dir: str, stores: int) -> list[list[list[dict]]]:
 
 
 def load_records(run_dir: str) -> dict | None:
-    """``records.npz`` as {field: array}, None when the folder has none; ValueError for a corrupt one."""
+    """``records.npz`` as {field: array}, None when the folder has none; ValueError (one line) for a corrupt
+    one: read with ``allow_pickle=False``, every ``DayInfo`` field a number or bool array [stores, days, ...]
+    (the same stores and days in every field)."""
     path = os.path.join(run_dir, "records.npz")
     if not os.path.exists(path):
         return None
-    try:
-        with np.load(path) as npz:
-            return {k: npz[k] for k in npz.files}
-    except Exception as e:  # noqa: BLE001 - any unreadable file is reported the same way
-        raise ValueError(f"{path}: not a readable records file ({type(e).__name__}: {e})") from None
+    arrays = read_npz(path, "records file")
+    lead = None
+    for f in dataclasses.fields(DayInfo):
+        x = arrays.get(f.name)
+        if x is None:
+            raise ValueError(f"{path}: field {f.name!r} is missing")
+        if x.dtype.kind not in "biuf" or x.ndim not in (2, 3) or (lead is not None and x.shape[:2] != lead):
+            want = "a number or bool array [stores, days" + (f" = {lead}" if lead else "") + ", ...]"
+            raise bad(path, f.name, want, x)
+        lead = x.shape[:2]
+    return arrays
 
 
 # ---------------------------------------------------------------------------------------------- replay
@@ -383,7 +432,7 @@ def replay(
 
     settings = read_settings(run_dir)
     stores, days = settings["stores"], settings["days"]
-    traces = read_traces(run_dir, stores)
+    traces = read_traces(run_dir, stores, resumable(settings))
     want = load_records(run_dir)
     env, params, keys, notes = rebuild(run_dir, settings, data, env, params, keys)
     engine = AgentEngine(env, params, keys)
@@ -412,6 +461,11 @@ def replay(
                 taken += _play_calls(tools[s], traces[s][t], rerun_code)
             except ValueError as e:
                 raise ValueError(f"store {s}: {e}") from None
+            except (KeyError, TypeError, AttributeError, IndexError) as e:  # a trace from anyone: one line
+                path = os.path.join(run_dir, f"store_{s}", "tool_calls.jsonl")
+                raise ValueError(
+                    f"{path}: day {t + 1} cannot be replayed ({type(e).__name__}: {e})"
+                ) from None
             playing.append(s)
         if not playing:
             break
@@ -520,7 +574,7 @@ def tool_rates(traces: list[list[list[dict]]], run_dir: str) -> pd.DataFrame:
         }
         tokens = os.path.join(run_dir, f"store_{s}", "tokens.jsonl")
         if os.path.exists(tokens):
-            per_day = read(tokens, timing=False)
+            per_day = read(tokens, timing=False, check=check_tokens)
             row["tokens_per_day"] = sum(d["total_tokens"] for d in per_day) / max(len(per_day), 1)
             row["requests"] = sum(d["requests"] for d in per_day)
         rows.append(row)
@@ -568,7 +622,7 @@ def rescore(
     """
     settings = read_settings(run_dir)
     stores, days = settings["stores"], settings["days"]
-    traces = read_traces(run_dir, stores)
+    traces = read_traces(run_dir, stores, resumable(settings))
     summary = trace_summary(end_of_day_payloads(traces), days)
     table = metrics.store_metrics(summary)[list(TRACE_COLUMNS)]
     if engine_columns:
@@ -596,6 +650,13 @@ def run_csv(run_dir: str, settings: dict) -> str | None:
 def compare_tables(new: pd.DataFrame, path: str, rtol: float = 1e-9) -> list[str]:
     """The columns of ``new`` that differ from the CSV at ``path`` (the columns both have): one line each,
     with the first store that differs."""
+    try:
+        return _compare_tables(new, path, rtol)
+    except (ValueError, TypeError, KeyError, IndexError) as e:  # pandas' parser errors are ValueErrors
+        raise ValueError(f"{path}: not a readable table of the run ({type(e).__name__}: {e})") from None
+
+
+def _compare_tables(new: pd.DataFrame, path: str, rtol: float) -> list[str]:
     old = pd.read_csv(path, index_col=0)
     lines = []
     if sorted(old.index) != sorted(new.index):

@@ -49,15 +49,17 @@ def run_files(out: str, results_only: bool = False) -> list[str]:
     return sorted({p for n in names for p in glob.glob(os.path.join(glob.escape(out), n))})
 
 
-def prepare_folder(out: str, resume: bool = False, overwrite: bool = False) -> None:
+def prepare_folder(out: str, resume: bool = False, overwrite: bool = False, resumable: bool = False) -> None:
     """Make ``out`` ready for a run. A fresh run refuses a folder that holds a run, unless ``overwrite``
-    (then that run's files go first: never the folder's other files). Any run removes the old results, so
-    that a run stopped part-way leaves none rather than results that look like its own."""
+    (then that run's files go first: never the folder's other files); the refusal names ``--resume`` only for
+    a run that can be resumed (``resumable``: a language-model run of fresh stores). Any run removes the old
+    results, so that a run stopped part-way leaves none rather than results that look like its own."""
     used = run_files(out)
     if used and not resume and not overwrite:
         names = ", ".join(os.path.basename(p) for p in used[:3]) + ", ..." * (len(used) > 3)
+        then = "continue it with --resume or replace it" if resumable else "replace it"
         raise ValueError(
-            f"{out} holds a run already ({names}): continue it with --resume or replace it with --overwrite"
+            f"{out} holds a run already ({names}): {then} with --overwrite, or choose another --out"
         )
     for path in run_files(out, results_only=resume):
         if os.path.isdir(path):
@@ -65,6 +67,14 @@ def prepare_folder(out: str, resume: bool = False, overwrite: bool = False) -> N
         else:
             os.remove(path)
     os.makedirs(out, exist_ok=True)
+
+
+def new_ledger(engine: AgentEngine) -> StoreLedger:
+    """An empty ledger of one of ``engine``'s stores: from the first pre-opening day to the horizon's end."""
+    cfg, params = engine.env.config, engine.params
+    first_cal = int(params.open_day) - cfg.history_days
+    days = cfg.history_days + int(params.horizon) + 1
+    return StoreLedger(first_cal, days, cfg.num_products, cfg.num_suppliers)
 
 
 def make_stores(
@@ -76,12 +86,9 @@ def make_stores(
     env, params = engine.env, engine.params
     cfg = env.config
     names = Names(env.catalog, cfg.num_suppliers)
-    first_cal = int(params.open_day) - cfg.history_days
     stores = []
     for s in range(engine.B):
-        ledger = StoreLedger(
-            first_cal, cfg.history_days + int(params.horizon) + 1, cfg.num_products, cfg.num_suppliers
-        )
+        ledger = new_ledger(engine)
         ledger.add_opening(jax.tree.map(lambda x: x[s], engine.opening))
         path = os.path.join(out, f"store_{s}", "tool_calls.jsonl") if out else None
         trace = TraceWriter(path, (resume_at or {}).get(s)) if out else None

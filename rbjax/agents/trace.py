@@ -103,19 +103,92 @@ def _plain(x):
     return x.item() if hasattr(x, "item") else str(x)
 
 
-def read(path: str, timing: bool = True) -> list[dict]:
-    """The records of a trace file; ``timing=False`` drops the fields that depend on wall time."""
-    recs = []
-    with open(path) as f:
-        for number, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                recs.append(json.loads(line))
-            except ValueError as e:
-                raise ValueError(f"{path}, line {number}: not a trace record ({e})") from None
+def read(path: str, timing: bool = True, check=None) -> list[dict]:
+    """The records of a trace file; ``timing=False`` drops the fields that depend on wall time. A trace is
+    data from anyone: every line must be a JSON object, and ``check(where, record)`` (``where``: the file and
+    line) may check its fields. ValueError (one line, naming the file and line) for a missing or unreadable
+    file or a line that does not fit."""
+    recs, lines = [], []
+    try:
+        with open(path, encoding="utf-8") as f:
+            for number, line in enumerate(f, 1):
+                if not line.strip():
+                    continue
+                try:
+                    rec = json.loads(line)
+                except (ValueError, RecursionError) as e:
+                    raise ValueError(f"{path}, line {number}: not a trace record ({e})") from None
+                if not isinstance(rec, dict):
+                    raise ValueError(f"{path}, line {number}: not a trace record (not a JSON object)")
+                recs.append(rec)
+                lines.append(number)
+    except (OSError, UnicodeDecodeError) as e:
+        raise ValueError(f"{path}: not a readable trace ({type(e).__name__}: {e})") from None
+    if check is not None:  # after every line is read: a line that is no JSON is named first
+        for number, rec in zip(lines, recs):
+            check(f"{path}, line {number}", rec)
     if not timing:
         for r in recs:
             for k in TIMING_FIELDS:
                 r.pop(k, None)
     return recs
+
+
+def check_call(where: str, r: dict) -> None:
+    """A ``tool_calls.jsonl`` record: the fields a replay, a rescore and the diagnostics read, each of its
+    type (``where``: the file and line, named in the error)."""
+    from rbjax.runners.untrusted import bad, is_int, is_number
+
+    def field(name, ok, want):
+        if name in r and not ok(r[name]):
+            raise bad(where, name, want, r[name])
+
+    if not isinstance(r.get("tool"), str):
+        raise bad(where, "tool", "a tool name", r.get("tool"))
+    field("call_source", lambda v: v in ("direct", "execute_code"), "direct or execute_code")
+    field("issued_by", lambda v: v in ("model", "runner"), "model or runner")
+    field("args", lambda v: v is None or isinstance(v, dict), "a JSON object")
+    field("result", lambda v: v is None or isinstance(v, dict), "a JSON object")
+    for name in ("rb_store", "rb_day", "rb_call", "rb_turn"):
+        field(name, is_int, "an int")
+    for name in ("action_executed", "forced"):
+        field(name, lambda v: isinstance(v, bool), "true or false")
+    field("reason", lambda v: v is None or isinstance(v, str), "a string")
+    diag_ok = lambda v: v is None or isinstance(v, dict)  # noqa: E731
+    field("rb_diag", lambda v: diag_ok(v) or (isinstance(v, list) and all(map(diag_ok, v))), "a JSON object")
+    args, result = r.get("args") or {}, r.get("result") or {}
+    if "formatted" in result and not isinstance(result["formatted"], str):
+        raise bad(where, "result.formatted", "a string", result["formatted"])
+    payload = result.get("result")
+    if r["tool"] == "end_today" and isinstance(payload, dict):
+        for name in ("sales_by_sku", "returns_by_sku", "expired_discount_by_sku"):
+            v = payload.get(name)
+            if v is not None and not (isinstance(v, dict) and all(map(is_number, v.values()))):
+                raise bad(where, f"result.result.{name}", "a JSON object of numbers", v)
+        v = payload.get("insufficient_skus")
+        if v is not None and not (isinstance(v, list) and all(isinstance(x, (str, int)) for x in v)):
+            raise bad(where, "result.result.insufficient_skus", "a list of SKU ids", v)
+        for name in ("funds", "net_worth"):
+            if name in payload and not is_number(payload[name]):
+                raise bad(where, f"result.result.{name}", "a number", payload[name])
+    if r.get("action_executed") and r["tool"] == "place_order":
+        items = args.get("items", [])
+        if not (isinstance(items, list) and all(isinstance(x, dict) for x in items)):
+            raise bad(where, "args.items", "a list of JSON objects", items)
+    executed_price = r.get("action_executed") and r["tool"] == "modify_sku_price"
+    if executed_price and "new_price" in args and not is_number(args["new_price"]):
+        raise bad(where, "args.new_price", "a number", args["new_price"])
+
+
+def check_tokens(where: str, r: dict) -> None:
+    """A ``tokens.jsonl`` record: the counts the tables read."""
+    from rbjax.runners.untrusted import bad, is_int, is_number
+
+    for name, ok, want in (
+        ("total_tokens", is_number, "a number"),
+        ("requests", is_int, "an int"),
+        ("direct_tool_calls", is_int, "an int"),
+        ("tool_calls", is_int, "an int"),
+    ):
+        if not ok(r.get(name)):
+            raise bad(where, name, want, r.get(name))

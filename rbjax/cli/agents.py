@@ -49,7 +49,7 @@ def main(args) -> None:
     if args.policy is None:
         return main_llm(args)
     if args.resume:
-        raise fail("--resume: only language-model runs keep checkpoints")
+        raise fail("--resume: only language-model runs keep checkpoints; run it again with --overwrite")
     if args.from_states:
         return main_policy_slice(args)
     import jax
@@ -121,7 +121,7 @@ def open_from_states(args):
 
     from rbjax import policies
     from rbjax.agents.slices import open_slice
-    from rbjax.cli.slices import SLICES, slice_files
+    from rbjax.cli.slices import SLICES, read_manifest, slice_files
     from rbjax.runners import snapshots
 
     folder = args.from_states
@@ -136,13 +136,12 @@ def open_from_states(args):
         raise fail(
             f"--from-states {folder}: no {SLICES} (the folder `rbjax run --save-states` writes has one)"
         )
-    try:
-        with open(manifest_path) as f:
-            manifest = json.load(f)
-        source = manifest["policy"]
-        made = {k: manifest[k] for k in ("grouping", "supplier_attempts", "seed")}
-    except (OSError, ValueError, KeyError, TypeError) as e:
-        raise fail(f"{manifest_path}: not a readable slices manifest ({type(e).__name__}: {e})") from None
+    try:  # a slices folder from anyone: its manifest is data, every field checked
+        manifest = read_manifest(folder)
+    except ValueError as e:
+        raise fail(str(e)) from None
+    source = manifest["policy"]
+    made = {k: manifest[k] for k in ("grouping", "supplier_attempts", "seed")}
     for name in ("grouping", "supplier_attempts"):  # the env must be the one the slices were made in
         given = getattr(args, name)
         if given is not None and given != made[name]:
@@ -452,12 +451,17 @@ def diagnose(args) -> None:
     for run in args.runs:  # the CSVs go into the run folders: check them before any work
         if not os.path.isdir(run) or not os.access(run, os.W_OK):
             raise fail(f"{run}: not a writable run folder")
+    from rbjax.agents.llm_run import read_run_json
+    from rbjax.agents.replay import check_settings, load_records
+
     tables, papers, curves = {}, {}, {}
     for run in args.runs:
         settings = {}
         if os.path.exists(os.path.join(run, "run.json")):
-            with open(os.path.join(run, "run.json")) as f:
-                settings = json.load(f)
+            try:  # a run folder from anyone: its files are data, checked
+                settings = check_settings(os.path.join(run, "run.json"), read_run_json(run))
+            except ValueError as e:
+                raise fail(str(e)) from None
         group = catalog.category_ref19 if settings.get("grouping") == "ref19" else catalog.category
         categories = {u: int(g) for u, g in zip(catalog.upc, group)}
         # the reference's oracle script has no runner making morning calls: for policies they are left out
@@ -473,9 +477,14 @@ def diagnose(args) -> None:
         label = f"{os.path.basename(os.path.normpath(run))} ({model}, {framework})"
         alive = None
         if os.path.exists(records):
-            with np.load(records) as npz:
-                main_table = metrics.store_metrics(DayInfo(**{k: npz[k] for k in npz.files}))
-                alive = curves[label] = np.asarray(npz["alive"], bool)
+            try:
+                arrays = load_records(run)
+            except ValueError as e:
+                raise fail(str(e)) from None
+            main_table = metrics.store_metrics(
+                DayInfo(**{f.name: arrays[f.name] for f in dataclasses.fields(DayInfo)})
+            )
+            alive = curves[label] = np.asarray(arrays["alive"], bool)
             rates = ["direct_tools_per_day", "total_tools_per_day"] + ["tokens_per_day"] * (
                 "tokens_per_day" in table
             )

@@ -46,6 +46,7 @@ from rbjax.data.catalog import FIELDS, Catalog
 from rbjax.env import Env
 from rbjax.params import EnvParams
 from rbjax.runners.rollout import Policy, rollout
+from rbjax.runners.untrusted import bad, json_object, need_array, need_dict, need_int, read_npz, shown
 from rbjax.state import EnvState
 
 FORMAT = "rbjax-snapshot"
@@ -179,22 +180,33 @@ def load(path: str | os.PathLike, env: Env) -> Snapshot:
     file is not a snapshot or its params do not match its fingerprint.
     """
     path = os.fspath(path)
-    try:
-        with np.load(path, allow_pickle=False) as z:
-            arrays = {k: z[k] for k in z.files}
-    except (OSError, ValueError) as e:  # missing, not a zip, pickled content
-        raise ValueError(f"{path}: not a readable snapshot file ({e})") from e
-    if "meta" not in arrays:
+    arrays = read_npz(path, "snapshot file")
+    meta = arrays.pop("meta", None)
+    if meta is None:
         raise ValueError(f"{path}: not an rbjax snapshot (no 'meta' entry)")
-    meta = json.loads(str(arrays.pop("meta")))
+    if meta.dtype.kind != "U" or meta.shape != ():
+        raise bad(path, "meta", "a JSON string", meta)
+    meta = json_object(path, meta, "snapshot file")
     if meta.get("format") != FORMAT or meta.get("version") != VERSION:
         raise ValueError(
             f"{path}: not an rbjax snapshot of version {VERSION} "
-            f"(format {meta.get('format')!r}, version {meta.get('version')!r})"
+            f"(format {shown(meta.get('format'))}, version {shown(meta.get('version'))})"
         )
+    day = need_int(path, "meta.day", meta.get("day"), 0)
+    for name in ("config", "catalog"):
+        need_dict(path, f"meta.{name}", meta.get(name))
+    if meta.get("params") is not None and not isinstance(meta["params"], str):
+        raise bad(path, "meta.params", "a fingerprint (a string) or null", meta["params"])
     _check_config(path, meta["config"], env.config)
     _check_catalog(path, meta["catalog"], env.catalog)
-    keys = jax.random.wrap_key_data(jnp.asarray(arrays.pop("keys")), impl=meta["key_impl"])
+    impl = meta.get("key_impl")
+    try:
+        width = jax.random.key_data(jax.random.key(0, impl=impl)).shape
+    except (TypeError, ValueError, KeyError):
+        raise bad(path, "meta.key_impl", "a PRNG implementation name", impl) from None
+    stores = need_int(path, "meta.stores", meta.get("stores"), 1)
+    raw = need_array(path, "keys", arrays.pop("keys", None), (stores, *width), np.uint32)
+    keys = jax.random.wrap_key_data(jnp.asarray(raw), impl=impl)
     n = int(keys.shape[0])
     state = _unflatten(path, "state", _state_template(env), arrays, n)
     params = None
@@ -202,14 +214,12 @@ def load(path: str | os.PathLike, env: Env) -> Snapshot:
         template = env.default_params()
         if any(k.startswith("params.world.") for k in arrays):
             template = template.replace(world=_state_template(env).world)
-        params = _unflatten(path, "params", template, arrays, None)
+        params = _unflatten(path, "params", template, arrays, n, per_store=True)
         if params_fingerprint(params) != meta["params"]:
             raise ValueError(f"{path}: the saved params do not match their fingerprint (a damaged file?)")
     if arrays:
         raise ValueError(f"{path}: unexpected entries {sorted(arrays)[:5]}")
-    return Snapshot(
-        state, keys, int(meta["day"]), params, EnvConfig(**_config_args(meta["config"])), meta["catalog"]
-    )
+    return Snapshot(state, keys, day, params, EnvConfig(**_config_args(meta["config"])), meta["catalog"])
 
 
 def _config_args(saved: dict) -> dict:
@@ -241,9 +251,10 @@ def _check_catalog(path: str, saved: dict, catalog: Catalog) -> None:
     )
 
 
-def _unflatten(path: str, prefix: str, template, arrays: dict, stores: int | None):
+def _unflatten(path: str, prefix: str, template, arrays: dict, stores: int, per_store: bool = False):
     """The pytree ``template`` with its leaves read from ``arrays[prefix + keystr]`` (popped); ``stores``: the
-    leading batch axis every leaf must have in front of the template leaf's shape (None: no check)."""
+    leading batch axis every leaf must have in front of the template leaf's shape (``per_store``: or not, a
+    leaf shared by the stores); the dtype must be the template's."""
     flat, treedef = jax.tree_util.tree_flatten_with_path(template)
     names = [prefix + jax.tree_util.keystr(p) for p, _ in flat]
     saved = {k for k in arrays if k.startswith(prefix + ".")}
@@ -258,12 +269,12 @@ def _unflatten(path: str, prefix: str, template, arrays: dict, stores: int | Non
     leaves = []
     for name, (_, want) in zip(names, flat):
         x = arrays.pop(name)
-        if stores is not None:
-            shape = (stores, *want.shape)
-            if x.shape != shape or x.dtype != want.dtype:
-                raise ValueError(
-                    f"{path}: {name} has shape {x.shape} and dtype {x.dtype}, this env expects {shape} {want.dtype}"
-                )
+        shape = (stores, *want.shape)
+        fits = x.shape == shape or (per_store and x.shape == tuple(want.shape))
+        if not fits or x.dtype != want.dtype:
+            raise ValueError(
+                f"{path}: {name} has shape {x.shape} and dtype {x.dtype}, this env expects {shape} {want.dtype}"
+            )
         leaves.append(x)
     return jax.tree_util.tree_unflatten(treedef, leaves)
 
