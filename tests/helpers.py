@@ -1,15 +1,32 @@
 """Small builders shared by the scenario tests: a fixed supplier world, actions, subprocess scripts."""
 
+import importlib
+import os
 import subprocess
 import sys
 
 import jax
 import jax.numpy as jnp
+import pytest
 
 from rbjax.model import supplier_world
 from rbjax.state import Action
 
 J, K = 96, 5
+
+
+def need(module: str):
+    """Import ``module``, a dependency of the ``dev`` extra: where it is missing, skip the caller (a test file
+    at import, or a test), except under CI (the environment variable CI=true, as .ci/run sets it), where a
+    missing dev dependency is a broken install and fails instead of hiding the tests behind skips."""
+    if os.environ.get("CI", "").strip().lower() in ("true", "1", "yes"):
+        try:
+            return importlib.import_module(module)
+        except ImportError as error:
+            raise ImportError(
+                f"{module} is a dev dependency, and CI=true: pip install -e '.[dev]' ({error})"
+            ) from error
+    return pytest.importorskip(module)
 
 
 def fixed_world(env, params, tmin=3, tmax=3):

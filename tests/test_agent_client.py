@@ -5,12 +5,13 @@ import json
 
 import pytest
 from chat_stub import ChatStub, Hang, Malformed, Status, Stream
+from helpers import need
 
 from rbjax.agents.llm import ChatError, InfraError, OpenAIChatModel, backoff, retryable
 from rbjax.agents.parse import parse_tool_calls
 from rbjax.agents.specs import TOOL_NAMES
 
-pytest.importorskip("openai")
+need("openai")  # a dev dependency: a skip where it is missing, a failure under CI
 
 
 def calls(text):

@@ -4,6 +4,7 @@ import json
 from pathlib import Path
 
 import pytest
+from helpers import need
 
 NOTEBOOKS = sorted((Path(__file__).resolve().parents[1] / "notebooks").glob("*.ipynb"))
 
@@ -14,8 +15,8 @@ def _figures(cells) -> int:
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
 def test_notebook_runs(path):
-    nbformat = pytest.importorskip("nbformat")
-    nbclient = pytest.importorskip("nbclient")
+    nbformat = need("nbformat")  # dev dependencies: a skip where they are missing, a failure under CI
+    nbclient = need("nbclient")
     nb = nbformat.read(path, as_version=4)
     nbclient.NotebookClient(
         nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}

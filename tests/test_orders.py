@@ -72,20 +72,32 @@ def test_supplier_ranks_count_lines_by_quality_then_price():
 
 
 def test_a_nan_order_rank_is_placed_last_charged_in_full_and_counted(params, reset, step):
-    """Every accepted line is charged its own cost, whatever the ranks (NaN ranks go last, by product)."""
+    """Every accepted line is charged its own cost, whatever the ranks, and NaN ranks go last, by product: the
+    funds cover the lines placed before a given point and, of what is left, less than any later line, so the
+    lines refused are exactly those placed after that point."""
     obs, s = reset(jax.random.key(9), params)
     order = jnp.zeros((J, K), jnp.float32).at[:, 0].set(20.0)
-    for rank in (
-        np.full(J, np.nan, np.float32),
-        np.where(np.arange(J) % 3 == 0, np.nan, np.arange(J, 0, -1.0)),
+    cost = 20.0 * np.asarray(s.suppliers.quote_price[:, 0], np.float64)
+    assert (cost > 0).all()
+    nan_every_third = np.where(np.arange(J) % 3 == 0, np.nan, np.arange(J, 0, -1.0)).astype(np.float32)
+    ranked_first = [j for j in range(J - 1, -1, -1) if j % 3] + list(range(0, J, 3))  # rank J - j, then NaN
+    for rank, placed in (
+        (np.full(J, np.nan, np.float32), np.arange(J)),  # all NaN: product order
+        (nan_every_third, np.asarray(ranked_first)),
     ):
+        first = placed[:69]  # the lines the funds cover: in the second case the 64 ranked ones and 5 NaN ones
+        funds = cost[first].sum() + 0.5 * cost[placed[69:]].min()  # nothing after them fits
         # no price call (as set_price=None would decide here): the oracle's action layout, whose step is compiled
         no_call = jnp.zeros(J, bool)
         a = Action(s.prices, s.shelf, order, set_price=no_call, order_rank=jnp.asarray(rank, jnp.float32))
-        _, s2, _, _, _, info = step(jax.random.key(1), s, a, params)
+        poor = s.replace(funds=jnp.float32(funds))
+        _, s2, _, _, _, info = step(jax.random.key(1), poor, a, params)
+        assert np.flatnonzero(np.asarray(info.ordered) > 0).tolist() == sorted(first.tolist())
+        assert int(info.refused_orders) == J - len(first)
         cost_of_lines = float(jnp.sum(info.ordered.astype(jnp.float32) * s.suppliers.quote_price[:, 0]))
-        assert float(s.funds - s2.funds) == pytest.approx(
-            cost_of_lines + float(params.rent) - float(info.revenue - info.refunds), rel=1e-5
+        assert cost_of_lines == pytest.approx(cost[first].sum(), rel=1e-5)
+        assert float(poor.funds - s2.funds) == pytest.approx(
+            cost_of_lines + float(params.rent) - float(info.revenue - info.refunds), rel=1e-5, abs=0.05
         )
         assert float(info.order_cost) == pytest.approx(cost_of_lines, rel=1e-5)
         assert int(info.invalid_ranks) == int(np.isnan(rank).sum())

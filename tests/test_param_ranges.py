@@ -114,9 +114,9 @@ def test_the_documented_table_is_the_spec():
     from pathlib import Path
 
     text = (Path(__file__).parents[1] / "docs" / "model.md").read_text()
-    rows = dict(
-        (cells[0].strip("` "), cells[3].strip())
+    rows = {
+        cells[0].strip("` "): cells[3].strip()
         for line in text.splitlines()
         if line.startswith("| `") and len(cells := line.strip("|").split(" | ")) == 4
-    )
+    }
     assert rows == {name: spec.says for name, spec in PARAM_SPEC.items()}

@@ -7,6 +7,9 @@ them), except where the store's own path is the point. Each names the class of e
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import os
+import signal
 import socket
 import subprocess
 import sys
@@ -67,8 +70,6 @@ def test_the_key_is_not_in_the_worker_environment():
     ["/etc/passwd", "/proc/self/environ", "/proc/{ppid}/environ", "/proc/{ppid}/cmdline"],
 )
 def test_no_file_can_be_read(path):
-    import os
-
     out = run(MODULES + f"result = open_({path.format(ppid=os.getpid())!r}).read()")
     assert refused(out) and KEY not in str(out)
 
@@ -86,21 +87,32 @@ def test_no_file_can_be_written_anywhere(tmp_path):
 
 
 @pytest.mark.parametrize(
-    "code",
+    "code, refusal",
     [
-        "result = os.fork()",
-        "result = os.system('echo escaped')",
-        "result = os.popen('echo escaped').read()",
-        "result = os.posix_spawn('/bin/sh', ['sh', '-c', 'echo escaped'], {})",
-        "result = os.execv('/bin/sh', ['sh'])",
-        "result = M['_thread'].start_new_thread(print, ('escaped',))",
+        ("result = os.fork()", "PermissionError: [Errno 1] Operation not permitted"),
+        ("result = os.system('echo escaped')", None),  # no error: the shell's failure to start is its status
+        ("result = os.popen('echo escaped').read()", "PermissionError: [Errno 1] Operation not permitted"),
+        (
+            "result = os.posix_spawn('/bin/sh', ['sh', '-c', 'echo escaped'], {})",
+            "PermissionError: [Errno 1] Operation not permitted",
+        ),
+        ("result = os.execv('/bin/sh', ['sh'])", "PermissionError: [Errno 1] Operation not permitted"),
+        (
+            "result = M['_thread'].start_new_thread(print, ('escaped',))",
+            "RuntimeError: can't start new thread",
+        ),
     ],
 )
-def test_no_process_or_thread_can_be_started(code):
+def test_no_process_or_thread_can_be_started(code, refusal):
+    """Each attempt is refused on the spot: an exec that worked would turn the worker into a shell that waits
+    on the protocol pipe (a TimeoutError) or dies (a stopped worker), and neither is a refusal."""
     out = run(MODULES + code)
     assert "escaped" not in str(out["result"]) + out["stdout"]
-    assert out["result"] in (None, 127 << 8)  # os.system reports its shell's failure to start as 127
-    assert out["error"] is None or "Operation not permitted" in out["error"] or "Error" in out["error"]
+    assert not (out["error"] or "").startswith(("TimeoutError", "MemoryError")), out["error"]
+    if refusal is None:  # os.system reports its shell's failure to start as exit status 127
+        assert out["result"] == 127 << 8 and out["error"] is None, out
+    else:
+        assert out["result"] is None and out["error"].startswith(refusal), out["error"]
 
 
 def test_no_socket_reaches_a_local_server():
@@ -132,7 +144,8 @@ def test_no_socket_reaches_a_local_server():
 def test_modules_that_would_open_a_way_out_cannot_load():
     for module in ("subprocess", "ctypes", "socket", "shutil"):
         out = run(f"M = json.codecs.sys.modules\nresult = M['builtins'].__import__({module!r}).__name__")
-        assert out["result"] is None and out["error"], module
+        assert out["result"] is None, module
+        assert refused(out) and out["error"].startswith(("ImportError", "PermissionError")), out["error"]
 
 
 def test_no_signal_reaches_the_parent():
@@ -159,15 +172,136 @@ def test_the_parent_answers_only_the_tools_it_forwards():
 
 
 def test_a_forged_message_is_refused_not_trusted():
+    """The worker's own ``send`` forges calls the stub would never make; the parent answers each with an error
+    (read back here) and calls no tool."""
+    calls = []
     code = (
-        "import operator\nsend = operator.attrgetter('__globals__')(view_notes)['send']\n"
-        "send({'call': 'view_notes', 'args': 'not an object'})\n"
-        "result = 1"
+        "import operator\nworker = operator.attrgetter('__globals__')(view_notes)\nresult = []\n"
+        "for msg in [{'call': 'view_notes', 'args': 'not an object'}, {'call': 'view_notes', 'args': [1]},\n"
+        "            {'call': 'view_notes'}, {'call': ['view_notes'], 'args': {}}, {'args': {}}]:\n"
+        "    worker['send'](msg)\n"
+        "    result.append(json.loads(worker['PROTOCOL_IN'].readline()))\n"
+        "result.append(view_notes())"  # a well-formed call still works afterwards
     )
-    assert run(code)["error"] is None  # the answer was an error the forged call never read
+    out = run(code, calls=calls)
+    assert out["error"] is None, out["error"]
+    assert out["result"][:3] == [{"error": "TypeError: view_notes() arguments must be an object"}] * 3
+    assert out["result"][3] == {"error": "ToolError: ['view_notes'] cannot be called from execute_code"}
+    assert out["result"][4] == {"error": "ToolError: None cannot be called from execute_code"}
+    assert out["result"][5] == {"notes": []} and calls == [("view_notes", {})]
+    out = run("import operator\noperator.attrgetter('__globals__')(view_notes)['send'](['view_notes'])")
+    assert out["error"] == "OutputLimitError: execute_code stopped: not an object"
     flood = "import operator\nout = operator.attrgetter('__globals__')(view_notes)['PROTOCOL_OUT']\n"
     out = run(flood + "out.write('x' * (6 * 2 ** 20))\nout.flush()")
     assert out["error"].startswith("OutputLimitError")
+
+
+def _stat(pid: int) -> list:
+    """Fields 3 on of /proc/<pid>/stat, as ints where they are: state, ppid, pgrp, ..."""
+    with open(f"/proc/{pid}/stat") as f:
+        return [int(x) if x.lstrip("-").isdigit() else x for x in f.read().rsplit(")", 1)[1].split()]
+
+
+def _group_alive(pgid: int) -> list[int]:
+    """The processes of group ``pgid`` that have not exited (zombies, which only wait to be reaped, excluded)."""
+    alive = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                state, _, group = _stat(int(entry))[:3]
+            except (OSError, IndexError):
+                continue
+            if group == pgid and state != "Z":
+                alive.append(int(entry))
+    return alive
+
+
+def test_the_scratch_folder_is_the_working_directory_and_is_removed(monkeypatch):
+    made = []
+
+    def mkdtemp(**kwargs):
+        path = tempfile_mkdtemp(**kwargs)
+        made.append((path, os.stat(path).st_ino))
+        return path
+
+    tempfile_mkdtemp = sandbox.tempfile.mkdtemp
+    monkeypatch.setattr(sandbox.tempfile, "mkdtemp", mkdtemp)
+    out = run(MODULES + "result = os.stat('.').st_ino")
+    assert out["error"] is None and len(made) == 1 and out["result"] == made[0][1]
+    assert not os.path.exists(made[0][0])
+    out = run("while True:\n    pass", timeout=0.5)  # a timeout removes it too
+    assert out["error"].startswith("TimeoutError") and len(made) == 2 and not os.path.exists(made[1][0])
+
+
+def test_the_worker_process_group_is_killed_as_a_whole(monkeypatch, tmp_path):
+    """The filter leaves the code no way to start a process, so the group's other member is started the only
+    way left: by the worker's own command line, before Python starts (a shell that puts a ``sleep`` in the
+    background and execs the worker, keeping its pid and group). After a timeout both are gone."""
+    popen, pidfile = subprocess.Popen, tmp_path / "sleep.pid"
+
+    def with_a_sibling(args, **kwargs):
+        script = f'/bin/sleep 60 </dev/null >/dev/null 2>&1 & echo $! > {pidfile}; exec "$@"'
+        return popen(["/bin/sh", "-c", script, "sh", *args], **kwargs)
+
+    monkeypatch.setattr(sandbox.subprocess, "Popen", with_a_sibling)
+    seen = {}
+
+    def answer(name, args):  # while the worker runs: its pid, and the group of each
+        seen.update(worker=args["pid"], sibling=int(pidfile.read_text()))
+        seen.update({f"{k}_group": _stat(seen[k])[2] for k in ("worker", "sibling")})
+        return {"notes": []}
+
+    code = MODULES + "view_notes(pid=os.getpid())\nwhile True:\n    pass"
+    try:
+        out = sandbox.run(code, {}, ["view_notes"], answer, timeout=1.0)
+        monkeypatch.undo()
+        assert out["error"] == "TimeoutError: execute_code stopped after 1 s (time limit)"
+        group = seen["worker"]  # a group of its own, led by the worker, with the sibling in it
+        assert seen["worker_group"] == seen["sibling_group"] == group != os.getpgrp()
+        deadline = time.monotonic() + 10
+        while _group_alive(group) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert _group_alive(group) == []
+    finally:
+        with contextlib.suppress(ProcessLookupError, ValueError, FileNotFoundError):
+            os.kill(int(pidfile.read_text()), signal.SIGKILL)
+
+
+def test_the_worker_dies_with_its_parent():
+    """PR_SET_PDEATHSIG: a parent killed outright (no ``finally`` runs, nothing kills the group) takes its
+    worker with it, instead of leaving it to spin until its CPU limit."""
+    code = MODULES + "view_notes(pid=os.getpid())\nwhile True:\n    pass"
+    script = (
+        "from rbjax.agents import sandbox\n"
+        "def answer(name, args):\n"
+        "    print(args['pid'], flush=True)\n"
+        "    return {'notes': []}\n"
+        f"sandbox.run({code!r}, {{}}, ['view_notes'], answer, timeout=60.0)\n"
+    )
+    parent = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    worker = None
+    try:
+        worker = int(parent.stdout.readline())
+        assert _stat(worker)[0] != "Z"  # running
+        parent.kill()
+        parent.wait()
+        deadline = time.monotonic() + 10
+        while _running(worker) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not _running(worker)
+    finally:
+        parent.kill()
+        parent.wait()
+        parent.stdout.close()
+        if worker is not None and _running(worker):
+            os.kill(worker, signal.SIGKILL)
+
+
+def _running(pid: int) -> bool:
+    try:
+        return _stat(pid)[0] != "Z"
+    except (OSError, IndexError):
+        return False
 
 
 def test_huge_output_is_capped_before_it_reaches_the_store():

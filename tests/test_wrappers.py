@@ -9,9 +9,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from helpers import need
 
-pytest.importorskip("gymnax")
-pytest.importorskip("gymnasium")
+need("gymnax")  # dev dependencies: a skip where they are missing, a failure under CI
+need("gymnasium")
 
 from rbjax import Env  # noqa: E402
 from rbjax.rl import levers  # noqa: E402
@@ -146,8 +147,11 @@ def test_auto_reset_restarts_an_ended_store_on_the_same_call(face):
     last = state.replace(env=state.env.replace(day=params.env.horizon - 1))
     _, new, _, done, info = face.step(jax.random.key(2), last, levers_, params)
     assert bool(done) and bool(info["survived"]) and int(new.env.day) == 0
-    _, ended, *_ = jax.jit(face.step_env)(jax.random.key(2), last, levers_, params)  # before the reset
+    # what was truncated before the reset: test_gymnax_1_gets_terminated_and_truncated_apart, which asks
+    # is_truncated of the stepped store; is_terminal tells bankruptcy from the horizon
+    ended = last.replace(env=last.env.replace(done=jnp.asarray(True)), truncated=jnp.asarray(True))
     assert bool(face.is_truncated(ended, params)) and not bool(face.is_terminal(ended, params))
+    assert bool(face.is_terminal(ended.replace(truncated=jnp.asarray(False)), params))
     # an ordinary day does not reset
     _, new, _, done, _ = face.step(jax.random.key(3), state, levers_, params)
     assert not bool(done) and int(new.env.day) == 1
@@ -169,14 +173,68 @@ def test_episode_statistics_add_up(face, short_params):
     )
 
 
-def test_gymnax_1_gets_terminated_and_truncated_apart():
-    t, f = jnp.asarray(True), jnp.asarray(False)
-    for terminated, truncated in ((t, f), (f, t), (f, f)):
-        assert bool(gymnax_face.episode_flag(terminated, truncated, True)) == bool(
-            terminated
-        )  # gymnax >= 1.0
-        assert bool(gymnax_face.episode_flag(terminated, truncated, False)) == bool(terminated | truncated)
-    assert hasattr(gymnax_face._gymnax.Environment, "is_truncated") == gymnax_face._SPLITS_TRUNCATION
+class _Gymnax1Environment:
+    """A stand-in for gymnax >= 1.0's ``Environment``, as the wrapper relies on it (``rbjax/wrappers/gymnax_env.py``):
+    ``step_env`` gives ``terminated``, ``is_truncated`` the rest, either one resets the store on the same call,
+    and ``step`` returns six values. The dev extra pins gymnax < 1.0 (rejax needs it), so this is how CI runs the
+    wrapper's other branch."""
+
+    def step(self, key, state, action, params=None):
+        params = self.default_params if params is None else params
+        key_step, key_reset = jax.random.split(key)
+        obs_st, state_st, reward, terminated, info = self.step_env(key_step, state, action, params)
+        truncated = self.is_truncated(state_st, params)
+        done = terminated | truncated
+        obs_re, state_re = self.reset_env(key_reset, params)
+        state = jax.tree.map(lambda x, y: jax.lax.select(done, x, y), state_re, state_st)
+        obs = jax.lax.select(done, obs_re, obs_st)
+        return obs, state, reward, terminated, truncated, info
+
+    def reset(self, key, params=None):
+        return self.reset_env(key, self.default_params if params is None else params)
+
+    def is_truncated(self, state, params):
+        raise NotImplementedError
+
+
+def test_gymnax_1_gets_terminated_and_truncated_apart(env, monkeypatch):
+    """The wrapper's module, imported afresh over the stand-in base: it must find gymnax >= 1.0's protocol and
+    step through it (three stores in one call: bankrupt, at the horizon, an ordinary day)."""
+    import importlib.util
+    import types
+    from importlib.metadata import version
+
+    import gymnax.environments
+
+    assert gymnax_face._SPLITS_TRUNCATION is (int(version("gymnax").split(".")[0]) >= 1)  # the installed one
+    monkeypatch.setattr(
+        gymnax.environments, "environment", types.SimpleNamespace(Environment=_Gymnax1Environment)
+    )
+    spec = importlib.util.spec_from_file_location("gymnax_env_over_gymnax_1", gymnax_face.__file__)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    monkeypatch.undo()
+    assert module._SPLITS_TRUNCATION is True and issubclass(module.GymnaxEnv, _Gymnax1Environment)
+
+    face = module.GymnaxEnv(env, pool_size=POOL)
+    params = face.default_params
+    _, state = face.reset(jax.random.key(0), params)
+    broke = state.replace(env=state.env.replace(neg_days=jnp.asarray(4, jnp.int32), funds=jnp.asarray(-1e3)))
+    last = state.replace(env=state.env.replace(day=params.env.horizon - 1))
+    states = jax.tree.map(lambda *x: jnp.stack(x), broke, last, state)
+    step = jax.jit(jax.vmap(face.step, (0, 0, None, None)))
+    out = step(jax.random.split(jax.random.key(1), 3), states, jnp.zeros(face.num_actions), params)
+    assert len(out) == 6
+    obs, new, _, terminated, truncated, info = out
+    assert np.array_equal(terminated, [True, False, False]) and np.array_equal(
+        truncated, [False, True, False]
+    )
+    assert np.array_equal(info["returned_episode"], [True, True, False])
+    assert np.array_equal(info["survived"], [False, True, False])
+    # both ended stores restart on the same call, the truncated one included; the ordinary day goes on
+    assert np.array_equal(new.env.day, [0, 0, 1]) and np.array_equal(new.episode_length, [0, 0, 1])
+    assert np.array_equal(new.env.funds[:2], [30_000, 30_000]) and not bool(new.truncated[1])
+    assert np.allclose(obs, jax.vmap(face.get_obs)(new), rtol=1e-5, atol=1e-6)
 
 
 def test_bad_settings_are_refused(env, face):
@@ -244,7 +302,7 @@ def test_store_env_passes_gymnasium_checker(env):
 
 # ------------------------------------------------------------------ a published trainer, unchanged
 def test_rejax_ppo_example_trains(tmp_path):
-    pytest.importorskip("rejax")
+    need("rejax")  # a dev dependency: a skip where it is missing, a failure under CI
     args = ["--timesteps", "512", "--envs", "8", "--steps", "32", "--eval-every", "512", "--pool", "8"]
     out = subprocess.run(
         [sys.executable, str(ROOT / "examples" / "rejax_ppo.py"), *args], capture_output=True, text=True
