@@ -120,3 +120,17 @@ def test_the_documented_table_is_the_spec():
         if line.startswith("| `") and len(cells := line.strip("|").split(" | ")) == 4
     }
     assert rows == {name: spec.says for name, spec in PARAM_SPEC.items()}
+
+
+def test_the_opening_review_ring_holds_the_most_reviews_a_range_allows(env, params, reset):
+    """Traffic at its maximum with every sale reviewed: the pre-opening history's daily reviews pass the ring's
+    int16 range and are held at it, as a played day's are, so the window totals are the ring's sums."""
+    crowd = params.replace(
+        traffic=np.full(params.traffic.shape, PARAM_SPEC["traffic"].hi, np.float32),
+        history_review_ratio=np.float32(1.0),
+    )
+    _, state = reset(jax.random.key(0), env.check_params(crowd))
+    r = jax.tree.map(np.asarray, state.reviews)
+    assert r.count.max() == 32767  # the cap is reached
+    assert np.array_equal(r.window_count, r.count.astype(np.int64).sum(0))
+    assert np.array_equal(r.window_sum, r.sum.astype(np.int64).sum(0))

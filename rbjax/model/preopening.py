@@ -102,7 +102,9 @@ def simulate(key: jax.Array, config: EnvConfig, params: EnvParams, world: World,
         day, init, jnp.arange(H)
     )
     R, W = config.review_window, config.sales_window
-    n_rev, stars, units = n_rev.astype(jnp.int32), stars.astype(jnp.int32), units.astype(jnp.int32)
+    # a day's reviews and stars held at the ring's int16 range, as reviews.push holds a played day's
+    n_rev, stars = (jnp.clip(x.astype(jnp.int32), 0, 32767) for x in (n_rev, stars))
+    units = units.astype(jnp.int32)
     ring = lambda x, length: jnp.roll(x, (params.open_day - length) % length, axis=0)
     opening_reviews = Reviews(
         count=ring(n_rev[H - R :], R).astype(jnp.int16),
