@@ -218,3 +218,22 @@ def test_rescore_of_a_language_model_run_equals_its_table_and_diagnose(env, llm_
     want = pd.read_csv(out / "four_stage_metrics.csv", index_col="store")
     pd.testing.assert_frame_equal(four, want, check_exact=True)
     assert four["s2_query_depth"].notna().all()
+
+
+def test_replay_refuses_other_keys_and_notes_another_engine(env, llm_run, tmp_path):
+    """run.json's digests pin the run: keys that are not the run's are refused (one line); an engine whose
+    configuration or parameters differ is said in the result's notes (another catalogue or rbjax version)."""
+    out, _, _ = llm_run
+    run = tmp_path / "run"
+    shutil.copytree(out, run)
+    settings = json.loads((run / "run.json").read_text())
+    assert settings["keys"].startswith("sha256:") and settings["engine"].startswith("sha256:")
+    (run / "run.json").write_text(json.dumps({**settings, "keys": "sha256:0123456789abcdef"}))
+    with pytest.raises(ValueError, match=r"the run's keys \(sha256:0123456789abcdef\) are not these"):
+        replay.replay(str(run), env=env)
+    with pytest.raises(SystemExit) as e:
+        main(["agents", "replay", str(run)])
+    assert "are not these" in str(e.value) and "\n" not in str(e.value)
+    (run / "run.json").write_text(json.dumps({**settings, "engine": "sha256:0123456789abcdef"}))
+    result = replay.replay(str(run), env=env)
+    assert result.identical and any("engine digest" in n for n in result.notes), result.notes

@@ -288,3 +288,18 @@ def test_resume_compares_everything_but_the_base_url(tmp_path):
     check_resume(str(tmp_path), identity | {"base_url": "http://127.0.0.1:8001/v1"})  # the server moved
     with pytest.raises(ValueError, match=r"rules.max_turns 50, not 9"):
         check_resume(str(tmp_path), identity | {"rules": {"max_turns": 9}})
+
+
+def test_a_password_in_the_base_url_never_reaches_run_json(env, params):
+    """run.json records the endpoint without its user information (``run_identity``, which the runner writes)."""
+    import jax
+
+    from rbjax.agents.frameworks import Rules
+    from rbjax.agents.llm_run import run_identity
+    from rbjax.agents.prompts import Prompts
+
+    url = "https://alice:s3cret-pass@models.example.org:8443/v1"
+    keys = jax.random.split(jax.random.key(0), 2)
+    identity = run_identity(env, params, keys, "react", Rules(), Prompts(), {}, {"base_url": url})
+    assert identity["base_url"] == "https://models.example.org:8443/v1"
+    assert "s3cret" not in json.dumps(identity) and "alice" not in json.dumps(identity)

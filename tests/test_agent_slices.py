@@ -48,6 +48,8 @@ def slices_dir(tmp_path_factory):
     from rbjax.cli import main
 
     folder = tmp_path_factory.mktemp("slices")
+    # --devices 1: the worker keeps one device (a first main() call would otherwise split it for every later
+    # test); tests/test_default_devices.py runs this command on the default devices
     line = f"--devices 1 run --policy oracle --stores {STORES} --days {DAYS} --every {AT} --progress 0"
     main([*line.split(), "--save-states", str(folder)])
     assert sorted(os.listdir(folder)) == ["day_004.npz", "slices.json"]

@@ -164,6 +164,8 @@ def test_cli_streams_chunks_and_exits_non_zero_when_a_store_ends_non_finite(tmp_
             )
 
     monkeypatch.setattr(rollout_module, "rollout_chunks", fake_chunks)
+    # --devices 1: in this process main() keeps the test process's one device; left out, a first call would split
+    # the worker into one device per core for the tests after it
     line = "--devices 1 run --policy null --stores 3 --days 2 --store-chunk 2 --records --out"
     with pytest.raises(SystemExit, match="1 of 3 stores ended with a non-finite"):
         main([*line.split(), str(tmp_path)])

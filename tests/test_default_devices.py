@@ -40,7 +40,7 @@ def test_the_documented_commands_run_on_the_default_devices(tmp_path):
     ppo = rbjax.PPO_CHECKPOINT
     out = _rbjax(
         "oracle --stores 5 --days 6 --seed 3 --save-states S --every 3 --records --out O --progress 0",
-        "run --policy oracle --from-states S --days 3 --out C",
+        "run --policy oracle --from-states S --days 3 --out C --store-chunk 2",
         "run --policy oracle --stores 5 --days 6 --seed 3 --store-chunk 2 --records --out R --progress 3",
         "sweep --multiplier 2,4 --seeds 3 --days 6 --out W",
         f"eval --policy ppo --checkpoint {ppo} --stores 5 --days 6 --greedy",
@@ -53,7 +53,7 @@ def test_the_documented_commands_run_on_the_default_devices(tmp_path):
         for name in a:
             assert np.array_equal(a[name], b[name]), name
         final = a["net_worth"][:, -1].astype(np.float64)
-    # the oracle continued from day 3 beside the oracle: the run's own last day, both ways
+    # the oracle continued from day 3 beside the oracle, 2 slices a call: the run's own last day, both ways
     slices = pd.read_csv(tmp_path / "C" / "slices.csv")
     assert len(slices) == 5 and (slices["net_worth_diff"] == 0).all()
     assert np.array_equal(slices["ref_net_worth"].to_numpy(), final[slices["store"]])

@@ -105,8 +105,9 @@ def rbjax(line: str):
 
 
 def test_cli_task_slices(env, tmp_path, capsys):
-    # the golden fixture's oracle stores and programs (4 stores, 30 days a call): a run saving its states
-    # every 30 days gives the plain run's records, bit for bit
+    # the golden fixture's oracle stores and programs (4 stores, 30 days a call, one device: the pin shares
+    # them; tests/test_default_devices.py runs slices on the default devices): a run saving its states every
+    # 30 days gives the plain run's records, bit for bit
     saved = rbjax(
         f"--devices 1 oracle --stores {golden.STORES} --days 90 --seed {golden.SEED} --progress 30 --records "
         f"--out {tmp_path / 'saved'} --save-states {tmp_path / 'states'} --every 30"
@@ -144,5 +145,5 @@ def test_cli_task_slices(env, tmp_path, capsys):
         (f"run --from-states {tmp_path / 'states'} --at 45 --days 5", "no snapshot of day 45"),
         (f"run --from-states {tmp_path / 'states'} --save-states {tmp_path / 'x'}", "one or the other"),
     ):
-        err = cli_error(capsys, f"--devices 1 {line}")
+        err = cli_error(capsys, f"--devices 1 {line}")  # the worker keeps one device
         assert words in err and len(err.strip().splitlines()) == 1, err

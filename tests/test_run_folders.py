@@ -111,11 +111,29 @@ def test_checkpoints_are_data_and_old_pickles_are_never_read(env, params, tmp_pa
         ({"ledger.price": None}, "field 'ledger.price' must be an array"),
         ({"records.alive": np.ones(5, bool)}, "field 'records.alive' must be an array of shape (2,)"),
         ({"meta": np.asarray('{"format": 1')}, "not a readable checkpoint"),
+        ({"meta": np.asarray(json.dumps(dict(meta, news_today=[])))}, "field 'news_today' must be a list of"),
     ]:
         path.write_bytes(good)
         rewrite_npz(path, **change)
         message = one_line_error(load_checkpoint, where, engine, 1)
         assert message.startswith(f"{where}: ") and field in message, message
+    created = meta["ledger"]["first_cal"] + meta["ledger"]["filled"] - 1
+    line = {"product": 0, "units": 5, "unit_price": 1.0, "line_cost": 5.0, "quality": 4.0}
+    order = {"order_id": "o", "supplier": 0, "created": created, "arrival": created + 2, "lines": [line]}
+    orders = [dict(order, cost=5.0, call=0)]
+    path.write_bytes(good)
+    rewrite_npz(path, meta=np.asarray(json.dumps(dict(meta, ledger=dict(meta["ledger"], orders=orders)))))
+    assert load_checkpoint(where, engine, 1)["ledger"].orders[0].units == 5  # an order as the tools keep it
+    for change, field in [  # values the tools would later turn into an OverflowError
+        ({"arrival": 10**9}, "field 'ledger.orders[0].arrival' must be an int in 0.."),
+        ({"lines": [dict(orders[0]["lines"][0], units=10**30)]}, "field 'ledger.orders[0].lines[0].units'"),
+        ({"cost": float("inf")}, "field 'ledger.orders[0].cost' must be a number"),
+    ]:
+        tampered = dict(meta, ledger=dict(meta["ledger"], orders=[dict(orders[0], **change), *orders[1:]]))
+        path.write_bytes(good)
+        rewrite_npz(path, meta=np.asarray(json.dumps(tampered)))
+        message = one_line_error(load_checkpoint, where, engine, 1)
+        assert field in message, message
     path.write_bytes(good)
     with open(path, "wb") as f:  # an object member (a pickle inside the .npz): refused, never unpickled
         np.savez(f, meta=np.asarray([Marker(tmp_path / "npz_marker")], dtype=object))
@@ -138,6 +156,13 @@ def test_tampered_run_json_traces_and_records_are_one_line_errors(tmp_path):
     settings = json.loads((run / "run.json").read_text())
     (run / "run.json").write_text(json.dumps(settings | {"seed": "7"}))
     assert "run.json: field 'seed' must be an int" in one_line_error(replay.read_settings, str(run))
+    for change, field in [
+        ({"days": 3_000_000_000}, "field 'days' must be an int in 1..1,000,000"),
+        ({"seed": 2**40}, "field 'seed' must be an int in 0..2**32 - 1"),
+        ({"stores": 10**12}, "field 'stores' must be an int in 1..10,000,000"),
+    ]:
+        (run / "run.json").write_text(json.dumps(settings | change))
+        assert field in cli_error("agents", "rescore", run), field
     (run / "run.json").write_text(json.dumps(settings)[:25])  # truncated
     assert "run.json: not a readable run.json" in cli_error("agents", "diagnose", run)
     (run / "run.json").write_text(json.dumps(settings))
@@ -148,6 +173,14 @@ def test_tampered_run_json_traces_and_records_are_one_line_errors(tmp_path):
         (dict(END, rb_turn="1"), "line 1: field 'rb_turn' must be an int"),
         (
             dict(END, result={"result": dict(END_PAYLOAD, sales_by_sku=["a"])}),
+            "line 1: field 'result.result.sales_by_sku' must be a JSON object of numbers",
+        ),
+        (
+            dict(END, result={"result": dict(END_PAYLOAD, funds=float("inf"))}),
+            "line 1: field 'result.result.funds' must be a number",
+        ),
+        (
+            dict(END, result={"result": dict(END_PAYLOAD, sales_by_sku={"x": 10**400})}),
             "line 1: field 'result.result.sales_by_sku' must be a JSON object of numbers",
         ),
     ]:
@@ -199,6 +232,10 @@ def test_tampered_slices_json_and_snapshots_are_one_line_errors(env, tmp_path):
     )
     np.savez(snap, meta=np.asarray(json.dumps(meta | {"day": 5, "key_impl": "os.system"})))
     assert f"{snap}: field 'meta.key_impl'" in one_line_error(snapshots.load, snap, env)
+    for missing in ("key_impl", "params"):
+        kept = {k: v for k, v in meta.items() if k != missing} | {"day": 5}
+        np.savez(snap, meta=np.asarray(json.dumps(kept)))
+        assert f"{snap}: field 'meta.{missing}'" in one_line_error(snapshots.load, snap, env), missing
     snap.write_bytes(snap.read_bytes()[:30])  # truncated
     assert f"{snap}: not a readable snapshot file" in one_line_error(snapshots.load, snap, env)
 
@@ -208,6 +245,7 @@ def test_tampered_slices_json_and_snapshots_are_one_line_errors(env, tmp_path):
         (json.dumps(manifest | {"policy": 5}), "slices.json: field 'policy' must be a policy name"),
         (json.dumps(manifest | {"supplier_attempts": "50"}), "slices.json: field 'supplier_attempts'"),
         (json.dumps(manifest)[:20], "slices.json: not a readable slices manifest"),
+        (json.dumps(manifest | {"days": 2**40}), "slices.json: field 'days' must be an int in 1.."),
     ]:
         (folder / "slices.json").write_text(content)
         message = cli_error(

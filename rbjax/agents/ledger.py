@@ -15,8 +15,11 @@ import dataclasses
 
 import numpy as np
 
+from rbjax.checks import ORDER_UNITS_MAX
 from rbjax.params import World
 from rbjax.state import Lots, News, Suppliers
+
+MAX_LEAD = 1000  # days from an order to its arrival a checkpoint may name (the engine's ring: a few days)
 
 
 @dataclasses.dataclass
@@ -143,7 +146,8 @@ class StoreLedger:
             )
             getattr(out, name)[:filled] = x
         out.filled, out.quotes_filled = filled, quotes_filled
-        cal = lambda path, field, x: need_int(path, field, x, 0)  # noqa: E731
+        last = like.first_cal + T + MAX_LEAD  # the latest calendar day a ledger can name (an arrival)
+        cal = lambda path, field, x: need_int(path, field, x, 0, last)  # noqa: E731
 
         def line(path, field, x):
             need_dict(
@@ -152,7 +156,7 @@ class StoreLedger:
                 x,
                 {
                     "product": lambda p, fd, v: need_int(p, fd, v, 0, J - 1),
-                    "units": lambda p, fd, v: need_int(p, fd, v, 0),
+                    "units": lambda p, fd, v: need_int(p, fd, v, 0, ORDER_UNITS_MAX),
                     "unit_price": NUMBER,
                     "line_cost": NUMBER,
                     "quality": NUMBER,
@@ -176,6 +180,8 @@ class StoreLedger:
             )
             if not like.first_cal <= x["created"] < like.first_cal + T:
                 raise bad(path, field + ".created", f"a day of the ledger ({like.first_cal}..)", x["created"])
+            if not x["created"] < x["arrival"] <= x["created"] + MAX_LEAD:
+                raise bad(path, field + ".arrival", f"1..{MAX_LEAD} days after its creation", x["arrival"])
 
         news = {"record_id": INT, "id": STR, "title": STR, "content": STR, "date": STR, "cal": cal}
         note = {"id": STR, "content": STR, "date": STR}

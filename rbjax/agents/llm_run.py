@@ -257,6 +257,11 @@ def load_checkpoint(path: str, engine: AgentEngine, store: int) -> dict | None:
     if remain is not None:
         want = engine.host["news"].remain
         remain = need_array(path, "news.remain", remain, want.shape[1:], want.dtype)
+    slots = 0 if remain is None else len(remain)  # the news items shown this morning, one a slot
+    if len(news_today) != slots:
+        raise bad(
+            path, "news_today", f"a list of {slots} items (one a news slot)", f"{len(news_today)} items"
+        )
     ledger = StoreLedger.from_data(meta.get("ledger"), ledger_arrays, new_ledger(engine), path)
     template = info_template(engine.env)
     n = days
@@ -430,7 +435,7 @@ def run_llm_agents(
                 "read): they are not read; start the run again with --overwrite"
             )
         check_resume(out, identity)
-    prepare_folder(out, resume, overwrite, resumable=start is None)
+    prepare_folder(out, resume, overwrite, resumable_run=start is None)
     if not resume:
         with atomic_file(os.path.join(out, "run.json")) as f:
             json.dump(identity, f, indent=1)

@@ -39,10 +39,11 @@ import pandas as pd
 
 from rbjax.agents import diagnostics
 from rbjax.agents.llm_run import read_run_json
+from rbjax.agents.run import resumable
 from rbjax.agents.trace import TIMING_FIELDS, TraceWriter, check_call, check_tokens, read, record
 from rbjax.runners import metrics
 from rbjax.runners.records import DaySummary
-from rbjax.runners.untrusted import bad, is_int, is_number, read_npz
+from rbjax.runners.untrusted import DAYS_MAX, MAX_STORES, bad, is_int, is_number, read_npz
 from rbjax.state import DayInfo
 
 TRACE_COLUMNS = metrics.MAIN_TABLE + ("stockout_ratio",)
@@ -135,17 +136,17 @@ def check_settings(path: str, settings: dict) -> dict:
     """The fields of a run.json (read from anyone) that replay, rescore and diagnose use, each of its type;
     ValueError (one line) naming the field."""
     checks = {
-        "stores": (lambda v: is_int(v) and v >= 1, "an int >= 1"),
-        "days": (lambda v: is_int(v) and v >= 1, "an int >= 1"),
-        "seed": (is_int, "an int"),
+        "stores": (lambda v: is_int(v) and 1 <= v <= MAX_STORES, f"an int in 1..{MAX_STORES:,}"),
+        "days": (lambda v: is_int(v) and 1 <= v <= DAYS_MAX, f"an int in 1..{DAYS_MAX:,}"),
+        "seed": (lambda v: is_int(v) and 0 <= v < 2**32, "an int in 0..2**32 - 1"),
         "grouping": (lambda v: v in ("20", "ref19"), "'20' or 'ref19'"),
-        "supplier_attempts": (lambda v: is_int(v) and v >= 1, "an int >= 1"),
+        "supplier_attempts": (lambda v: is_int(v) and 1 <= v <= 10_000, "an int in 1..10,000"),
         "model": (lambda v: isinstance(v, str), "a string"),
         "framework": (lambda v: isinstance(v, str), "a string"),
         "keys": (lambda v: isinstance(v, str), "a string"),
         "engine": (lambda v: isinstance(v, str), "a string"),
         "tools": (lambda v: isinstance(v, dict), "a JSON object"),
-        "at": (lambda v: v is None or is_int(v), "an int"),
+        "at": (lambda v: v is None or (is_int(v) and 0 <= v <= DAYS_MAX), "a day"),
     }
     for name, (ok, want) in checks.items():
         if name in settings and not ok(settings[name]):
@@ -215,17 +216,11 @@ def tool_options(settings: dict, explicit_news: bool | None = None) -> dict:
     return {k: options[k] for k in ("explicit_news", "code_timeout") if k in options}
 
 
-def resumable(settings: dict) -> bool:
-    """Whether ``rbjax agents run --resume`` can continue the run of ``settings`` (run.json): a language-model
-    run of fresh stores (policy runs keep no checkpoints; a run from --from-states starts from its slice)."""
-    return settings.get("framework") != "policy" and not settings.get("from_states")
-
-
-def read_traces(run_dir: str, stores: int, resumable: bool = True) -> list[list[list[dict]]]:
+def read_traces(run_dir: str, stores: int, can_resume: bool = True) -> list[list[list[dict]]]:
     """Every store's trace split into days: [store][day] -> records, each day ending at its ``end_today``.
     ValueError (one line) for a missing trace, a record without the fields a replay needs, days out of
     order, or calls after the last ``end_today`` (a run that did not finish its day: to finish with
-    ``--resume`` when ``resumable``, else to run again)."""
+    ``--resume`` when ``can_resume``, else to run again)."""
     found = diagnostics.store_folders(run_dir)
     if found != list(range(stores)):
         raise ValueError(f"{run_dir}: traces of stores {found}, run.json says {stores} stores")
@@ -262,8 +257,9 @@ def read_traces(run_dir: str, stores: int, resumable: bool = True) -> list[list[
                 f"{path}: {len(day)} calls after the last end_today (day {len(days) + 1} never ended: an "
                 + (
                     "unfinished run; finish it with `rbjax agents run --resume`)"
-                    if resumable
-                    else "unfinished run, which cannot be resumed: run it again with --overwrite)"
+                    if can_resume
+                    else "unfinished run, which cannot be resumed: run it again with `rbjax agents run ... "
+                    "--overwrite`)"
                 )
             )
         if not days:

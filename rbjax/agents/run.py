@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import glob
+import json
 import os
 import random
 import shutil
@@ -49,15 +50,38 @@ def run_files(out: str, results_only: bool = False) -> list[str]:
     return sorted({p for n in names for p in glob.glob(os.path.join(glob.escape(out), n))})
 
 
-def prepare_folder(out: str, resume: bool = False, overwrite: bool = False, resumable: bool = False) -> None:
+def resumable(settings) -> bool:
+    """Whether ``rbjax agents run --resume`` can continue the run of ``settings`` (its run.json): a language-model
+    run of fresh stores (policy runs keep no checkpoints; a run from --from-states starts from its slice)."""
+    return (
+        isinstance(settings, dict)
+        and settings.get("framework") not in (None, "policy")
+        and not settings.get("from_states")
+    )
+
+
+def _saved_settings(out: str):
+    """The run.json in ``out`` as JSON, or None where there is none or it is not JSON."""
+    try:
+        with open(os.path.join(out, "run.json"), encoding="utf-8") as f:
+            return json.load(f)
+    except (OSError, ValueError, RecursionError):
+        return None
+
+
+def prepare_folder(
+    out: str, resume: bool = False, overwrite: bool = False, resumable_run: bool = False
+) -> None:
     """Make ``out`` ready for a run. A fresh run refuses a folder that holds a run, unless ``overwrite``
-    (then that run's files go first: never the folder's other files); the refusal names ``--resume`` only for
-    a run that can be resumed (``resumable``: a language-model run of fresh stores). Any run removes the old
-    results, so that a run stopped part-way leaves none rather than results that look like its own."""
+    (then that run's files go first: never the folder's other files); the refusal names ``--resume`` only when
+    the new run can be resumed (``resumable_run``: a language-model run of fresh stores) and so can the run the
+    folder holds (``resumable``). Any run removes the old results, so that a run stopped part-way leaves none
+    rather than results that look like its own."""
     used = run_files(out)
     if used and not resume and not overwrite:
         names = ", ".join(os.path.basename(p) for p in used[:3]) + ", ..." * (len(used) > 3)
-        then = "continue it with --resume or replace it" if resumable else "replace it"
+        can = resumable_run and resumable(_saved_settings(out))
+        then = "continue it with --resume or replace it" if can else "replace it"
         raise ValueError(
             f"{out} holds a run already ({names}): {then} with --overwrite, or choose another --out"
         )

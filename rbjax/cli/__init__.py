@@ -71,7 +71,8 @@ def _add_run_commands(sub) -> None:
             type=int,
             default=None,
             metavar="N",
-            help="stores per jitted call (default: what fits in memory); more stores run chunk by chunk",
+            help="stores per jitted call (default: what fits in memory; with --from-states, 1,024 slices); more "
+            "stores run chunk by chunk",
         )
         slices = p.add_argument_group("task slices (snapshots along a run; paired runs from them)")
         slices.add_argument(

@@ -87,6 +87,8 @@ def make_env(args):
         raise fail(f"--supplier-attempts {args.supplier_attempts}: {e}") from None
     env = Env(config, catalog)
     try:
+        if not 1 <= args.days <= np.iinfo(np.int32).max:
+            raise ValueError(f"must be a positive int32, got {args.days}")
         return env, env.check_params(env.default_params().replace(horizon=np.int32(args.days)))
     except ValueError as e:
         raise fail(f"--days {args.days}: {e}") from None

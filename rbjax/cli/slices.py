@@ -101,7 +101,7 @@ def read_manifest(folder: str) -> dict:
     """``slices.json`` of a slices folder (read from anyone: data, every field the agents read checked);
     ValueError (one line) naming the file and the field."""
     from rbjax.policies import NAMES
-    from rbjax.runners.untrusted import bad, is_int, read_json
+    from rbjax.runners.untrusted import DAYS_MAX, MAX_STORES, bad, is_int, read_json
 
     path = os.path.join(folder, SLICES)
     manifest = read_json(path, "slices manifest")
@@ -111,13 +111,13 @@ def read_manifest(folder: str) -> dict:
     checks = {
         "policy": (lambda v: v in NAMES, f"a policy name ({', '.join(NAMES)})"),
         "grouping": (lambda v: v in ("20", "ref19"), "'20' or 'ref19'"),
-        "supplier_attempts": (lambda v: is_int(v) and v >= 1, "an int >= 1"),
-        "seed": (is_int, "an int"),
+        "supplier_attempts": (lambda v: is_int(v) and 1 <= v <= 10_000, "an int in 1..10,000"),
+        "seed": (lambda v: is_int(v) and 0 <= v < 2**32, "an int in 0..2**32 - 1"),
         "checkpoint": (lambda v: v is None or isinstance(v, str), "a path or null"),
         "greedy": (lambda v: isinstance(v, bool), "true or false"),
-        "stores": (lambda v: is_int(v) and v >= 1, "an int >= 1"),
-        "days": (lambda v: is_int(v) and v >= 1, "an int >= 1"),
-        "every": (lambda v: is_int(v) and v >= 1, "an int >= 1"),
+        "stores": (lambda v: is_int(v) and 1 <= v <= MAX_STORES, f"an int in 1..{MAX_STORES:,}"),
+        "days": (lambda v: is_int(v) and 1 <= v <= DAYS_MAX, f"an int in 1..{DAYS_MAX:,}"),
+        "every": (lambda v: is_int(v) and 1 <= v <= DAYS_MAX, f"an int in 1..{DAYS_MAX:,}"),
         "data": (lambda v: v is None or isinstance(v, str), "a path or null"),
         "files": (lambda v: isinstance(v, dict), "a JSON object"),
     }
@@ -175,7 +175,16 @@ def main_from_states(args, env) -> None:
         try:
             snap = snapshots.load(path, env)
             tables.append(
-                paired.compare(env, policy, policy_params, reference, reference_params, snap, args.days)
+                paired.compare(
+                    env,
+                    policy,
+                    policy_params,
+                    reference,
+                    reference_params,
+                    snap,
+                    args.days,
+                    store_chunk=args.store_chunk or 1024,
+                )
             )
         except ValueError as e:
             raise fail(str(e)) from None

@@ -46,7 +46,7 @@ from rbjax.data.catalog import FIELDS, Catalog
 from rbjax.env import Env
 from rbjax.params import EnvParams
 from rbjax.runners.rollout import Policy, rollout
-from rbjax.runners.untrusted import bad, json_object, need_array, need_dict, need_int, read_npz, shown
+from rbjax.runners.untrusted import bad, json_object, need, need_array, need_dict, need_int, read_npz, shown
 from rbjax.state import EnvState
 
 FORMAT = "rbjax-snapshot"
@@ -195,11 +195,11 @@ def load(path: str | os.PathLike, env: Env) -> Snapshot:
     day = need_int(path, "meta.day", meta.get("day"), 0)
     for name in ("config", "catalog"):
         need_dict(path, f"meta.{name}", meta.get(name))
-    if meta.get("params") is not None and not isinstance(meta["params"], str):
-        raise bad(path, "meta.params", "a fingerprint (a string) or null", meta["params"])
+    if "params" not in meta or (meta["params"] is not None and not isinstance(meta["params"], str)):
+        raise bad(path, "meta.params", "a fingerprint (a string) or null", meta.get("params", "absent"))
     _check_config(path, meta["config"], env.config)
     _check_catalog(path, meta["catalog"], env.catalog)
-    impl = meta.get("key_impl")
+    impl = need(path, "meta.key_impl", meta.get("key_impl"), str, "a PRNG implementation name")
     try:
         width = jax.random.key_data(jax.random.key(0, impl=impl)).shape
     except (TypeError, ValueError, KeyError):

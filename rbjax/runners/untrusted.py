@@ -9,9 +9,14 @@ is the error every check raises: ``PATH: field 'FIELD' must be WANT, got GOT``.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable
 
 import numpy as np
+
+from rbjax.checks import DAYS_MAX as DAYS_MAX  # days a run folder may name
+
+MAX_STORES = 10_000_000  # stores a run folder may name (a bound on what a reader allocates for it)
 
 
 def shown(value, limit: int = 60) -> str:
@@ -64,7 +69,13 @@ def is_int(x) -> bool:
 
 
 def is_number(x) -> bool:
-    return isinstance(x, (int, float, np.integer, np.floating)) and not isinstance(x, (bool, np.bool_))
+    """A finite int or float (JSON's NaN and Infinity, and ints beyond a float's range, are not numbers here)."""
+    if not isinstance(x, (int, float, np.integer, np.floating)) or isinstance(x, (bool, np.bool_)):
+        return False
+    try:
+        return math.isfinite(float(x))
+    except OverflowError:
+        return False
 
 
 def need_int(path: str, field: str, x, lo: int | None = None, hi: int | None = None) -> int:
