@@ -199,8 +199,9 @@ def summarize(table: pd.DataFrame, by: str | None = "start_day", seed: int = 0) 
 def broken_slices(table: pd.DataFrame) -> list[tuple[int, int]]:
     """(store, start_day) of the slices whose net worth (the policy's or the reference's) is not finite: books
     that broke, never a result (``format_summary`` prints them as a failure)."""
-    money = table[["net_worth", "ref_net_worth"]].to_numpy(np.float64)
-    bad = ~np.isfinite(money).all(1)
+    if not {"store", "start_day", "net_worth", "ref_net_worth"} <= set(table):  # a table of diffs only
+        return []
+    bad = ~np.isfinite(table[["net_worth", "ref_net_worth"]].to_numpy(np.float64)).all(1)
     return [(int(s), int(d)) for s, d in zip(table["store"][bad], table["start_day"][bad])]
 
 
