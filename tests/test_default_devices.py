@@ -3,9 +3,9 @@ CI), no ``--devices 1``. Five stores do not divide two devices, and ``--store-ch
 
 They run in one fresh process (its devices split as the CLI splits them; the later commands share its compiled
 programs), so the suite pays for one multi-device compilation of each program: the snapshot path, chunks and
-per-store params (a sweep) are the three ways a chunk's inputs reach the devices (``rollout._place``); ``eval``
-takes ``run``'s path with another policy. The agent commands and ``train`` always run on one device
-(``rbjax.cli``), so their default is the one the in-process tests use.
+per-store params (a sweep) are the three ways a chunk's inputs reach the devices (``rollout._place``), and
+``eval`` runs the shipped PPO policy. ``bench --profile`` runs on the default devices in ``tests/test_perf.py``; the
+agent commands and ``train`` always run on one device (``rbjax.cli``), the default of the in-process tests.
 """
 
 import os
@@ -15,6 +15,8 @@ import sys
 import numpy as np
 import pandas as pd
 import pytest
+
+import rbjax
 
 WORKER = """
 import sys, jax
@@ -41,6 +43,7 @@ def test_the_documented_commands_run_on_the_default_devices(tmp_path):
         "run --policy oracle --from-states S --days 3 --out C",
         "run --policy oracle --stores 5 --days 6 --seed 3 --store-chunk 2 --records --out R --progress 3",
         "sweep --multiplier 2,4 --seeds 3 --days 6 --out W",
+        f"eval --policy ppo --checkpoint {rbjax.PPO_CHECKPOINT} --stores 5 --days 6 --greedy",
         cwd=tmp_path,
     )
     assert f"all done on {os.cpu_count()} devices" in out
@@ -55,5 +58,6 @@ def test_the_documented_commands_run_on_the_default_devices(tmp_path):
     slices = pd.read_csv(tmp_path / "C" / "slices.csv")
     assert len(slices) == 5 and (slices["net_worth_diff"] == 0).all()
     assert np.array_equal(slices["ref_net_worth"].to_numpy(), final[slices["store"]])
+    assert "ppo policy, 5 stores x 6 days" in out
     sweep = pd.read_csv(tmp_path / "W" / "sweep.csv")
     assert len(sweep) == 6 and np.isfinite(sweep["final_net_worth"]).all()
