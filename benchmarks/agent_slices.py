@@ -22,9 +22,9 @@ from pathlib import Path
 import jax
 
 from rbjax import Env
-from rbjax.agents.llm import ScriptedModel
-from rbjax.agents.llm_run import run_llm_agents
-from rbjax.agents.slices import open_slice
+from rbjax.agents.llm.client import ScriptedModel
+from rbjax.agents.runs.llm_agents import run_llm_agents
+from rbjax.agents.runs.slices import open_slice
 from rbjax.policies import make
 from rbjax.runners import paired, snapshots
 from rbjax.runners.rollout import rollout

@@ -19,8 +19,8 @@ import numpy as np
 import pandas as pd
 
 import rbjax
-from rbjax.agents.engine import AgentEngine
-from rbjax.agents.run import run_policy_agents
+from rbjax.agents.engine.batch import AgentEngine
+from rbjax.agents.runs.loop import run_policy_agents
 
 OUT = Path(__file__).parent / "out"
 

@@ -25,9 +25,9 @@ import pandas as pd
 from agent_tools import markdown_table  # noqa: E402
 
 import rbjax
-from rbjax.agents.engine import AgentEngine
-from rbjax.agents.llm import ScriptedModel
-from rbjax.agents.llm_run import run_llm_agents
+from rbjax.agents.engine.batch import AgentEngine
+from rbjax.agents.llm.client import ScriptedModel
+from rbjax.agents.runs.llm_agents import run_llm_agents
 
 OUT = Path(__file__).parent / "out"
 TURNS = 3

@@ -4,7 +4,7 @@
 
 Runs the oracle, the shipped PPO policy (greedy) and the classic baselines through the tools (as
 ``rbjax agents run --model policy:NAME`` does), computes the diagnostics of every store
-(``rbjax.agents.diagnostics``) and writes a table of mean ± sd beside the paper's rows for the oracle and
+(``rbjax.agents.analysis.diagnostics``) and writes a table of mean ± sd beside the paper's rows for the oracle and
 the selected LLM runs: benchmarks/out/diagnostics.md, diagnostics.csv and four_stages.png.
 """
 
@@ -20,8 +20,8 @@ import pandas as pd
 from agent_tools import markdown_table
 
 import rbjax
-from rbjax.agents import diagnostics
-from rbjax.agents.run import run_policy_agents
+from rbjax.agents.analysis import diagnostics
+from rbjax.agents.runs.loop import run_policy_agents
 from rbjax.config import EnvConfig
 from rbjax.runners import paper
 

@@ -22,9 +22,9 @@ FIRST = 90  # the ledger's first day: three recorded days before today
 
 def make_store(env, empty: bool = False, funds: float = 1000.0):
     """StoreTools over a hand-made Today and ledger (``empty``: no stock, no shelf, no records)."""
+    from rbjax.agents.engine.ledger import StoreLedger, Today
     from rbjax.agents.formats import Names
-    from rbjax.agents.ledger import StoreLedger, Today
-    from rbjax.agents.tools import StoreTools
+    from rbjax.agents.tools.store import StoreTools
     from rbjax.model import orders
     from rbjax.params import World
     from rbjax.state import Lots, News, Suppliers

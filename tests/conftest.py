@@ -25,24 +25,24 @@ import pytest
 GROUPS = {
     # the golden fixture's programs (4 stores, 30 days per call): test_rollout's episodes run them for 180 days
     "tests/test_golden.py": "golden",
-    "tests/test_rollout.py": "golden",
-    "tests/test_rl.py": "ppo",  # its mid-episode states are the golden random rollout (from the other worker)
+    "tests/runners/test_rollout.py": "golden",
+    "tests/rl/test_rl.py": "ppo",  # its mid-episode states are the golden random rollout (from the other worker)
     "tests/test_notebooks.py::test_notebook_runs[ppo_baseline.ipynb]": "ppo",
-    "tests/test_cli.py::test_cli_info_and_oracle": "oracle",
+    "tests/cli/test_cli.py::test_cli_info_and_oracle": "oracle",
     "tests/test_notebooks.py::test_notebook_runs[oracle_sweep.ipynb]": "oracle",
     "tests/test_wheel.py": "oracle",
-    "tests/test_oracle.py": "oracle",
-    "tests/test_cli.py::test_cli_sweep_writes_tables_and_plots": "oracle",
-    "tests/test_metrics.py::test_sweep_rows_map_to_their_points_and_seeds_are_shared": "oracle",
+    "tests/policies/test_oracle.py": "oracle",
+    "tests/cli/test_cli.py::test_cli_sweep_writes_tables_and_plots": "oracle",
+    "tests/runners/test_metrics.py::test_sweep_rows_map_to_their_points_and_seeds_are_shared": "oracle",
     # test_orders' NaN-rank step is test_oracle's step (float ranks); orders and inventory reset on a fixed world
-    "tests/test_orders.py": "oracle",
-    "tests/test_inventory.py": "oracle",
-    "tests/test_agent_run.py": "agent-engine",  # one engine batch of 16 stores (runs of 4, 8, 16 share it)
-    "tests/test_agent_llm.py": "agent-engine",
-    "tests/test_agent_resume.py": "agent-engine",
-    "tests/test_agent_replay.py": "agent-engine",
-    "tests/test_agent_slices.py": "agent-engine",
-    "tests/test_run_folders.py": "agent-engine",
+    "tests/model/test_orders.py": "oracle",
+    "tests/model/test_inventory.py": "oracle",
+    "tests/agents/test_agent_run.py": "agent-engine",  # one engine batch of 16 stores (runs of 4, 8, 16 share it)
+    "tests/agents/test_agent_llm.py": "agent-engine",
+    "tests/agents/test_agent_resume.py": "agent-engine",
+    "tests/agents/test_agent_replay.py": "agent-engine",
+    "tests/agents/test_agent_slices.py": "agent-engine",
+    "tests/agents/test_run_folders.py": "agent-engine",
 }
 # The order the groups start in (the others follow in file order): the golden programs first, as the other
 # groups reuse them through the cache, then the longest groups, so that the two workers end close together.
@@ -50,11 +50,11 @@ FIRST = (
     "golden",
     "ppo",
     "oracle",
-    "tests/test_default_devices.py",  # its own processes compile the multi-device programs: start it early
+    "tests/cli/test_default_devices.py",  # its own processes compile the multi-device programs: start it early
     "wrappers",
     "tests/test_env.py",
     "agent-engine",
-    "tests/test_distributed.py",
+    "tests/runners/test_distributed.py",
 )
 
 

@@ -7,6 +7,7 @@ import sys
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import pytest
 
 from rbjax.model import supplier_world
@@ -56,3 +57,24 @@ def run_script(script: str, done: str) -> None:
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr[-3000:]
     assert done in out.stdout
+
+
+def order_lines(rows, L=6):
+    """OrderLines from (product, supplier, units, lead, order) rows, padded to L."""
+    from rbjax.state import OrderLines
+
+    cols = np.zeros((5, L), np.int32)
+    cols[:, : len(rows)] = np.asarray(rows, np.int32).T if rows else 0
+    live = np.arange(L) < len(rows)
+    return OrderLines(*(jnp.asarray(c) for c in cols), live=jnp.asarray(live))
+
+
+def cli_error(capsys, line: str) -> str:
+    """Run ``rbjax LINE`` in this process; it must exit non-zero. Returns what it printed to stderr."""
+    from rbjax.cli import main
+
+    with pytest.raises(SystemExit) as exit_:
+        main(line.split())
+    code = exit_.value.code
+    assert code not in (0, None), line
+    return (code + "\n" if isinstance(code, str) else "") + capsys.readouterr().err

@@ -1,8 +1,8 @@
 """``rbjax agents run``: stores run through the RetailBench tools by an agent; traces and the main table.
 
-``--model policy:NAME`` drives an rbjax policy through the tools (``rbjax.agents.policy_agent``); any other
+``--model policy:NAME`` drives an rbjax policy through the tools (``rbjax.agents.runs.policy``); any other
 ``--model`` is a language model behind an OpenAI-compatible endpoint (``--base-url``, the key from
-``--api-key-env`` or the usual variables), run by ``--framework`` (``rbjax.agents.llm_run``). Writes
+``--api-key-env`` or the usual variables), run by ``--framework`` (``rbjax.agents.runs.llm_agents``). Writes
 ``DIR/store_{s}/`` traces, ``DIR/records.npz`` (every ``DayInfo`` field, [stores, days]),
 ``DIR/{NAME}_stores.csv`` and ``DIR/survival.png``, and prints the main table beside the paper's row.
 
@@ -55,7 +55,7 @@ def main(args) -> None:
     import jax
     import numpy as np
 
-    from rbjax.agents.run import prepare_folder, run_policy_agents
+    from rbjax.agents.runs.loop import prepare_folder, run_policy_agents
 
     env, params = make_env(args)
     try:
@@ -120,7 +120,7 @@ def open_from_states(args):
     import numpy as np
 
     from rbjax import policies
-    from rbjax.agents.slices import open_slice
+    from rbjax.agents.runs.slices import open_slice
     from rbjax.cli.slices import SLICES, read_manifest, slice_files
     from rbjax.runners import snapshots
 
@@ -219,8 +219,8 @@ def slice_settings(args) -> dict:
 
 def main_policy_slice(args) -> None:
     """``--model policy:NAME --from-states DIR``: the policy through the tools from the slice's day on."""
-    from rbjax.agents.run import prepare_folder
-    from rbjax.agents.slices import run_policy_slice
+    from rbjax.agents.runs.loop import prepare_folder
+    from rbjax.agents.runs.slices import run_policy_slice
 
     try:
         prepare_folder(args.out, overwrite=args.overwrite)
@@ -283,9 +283,9 @@ def slice_summary(args, rec, tools, sl, csv: str) -> None:
 
 def llm_settings(args):
     """(OpenAIChatModel keyword arguments, Rules, Prompts) from the flags; one-line errors."""
-    from rbjax.agents.frameworks import Rules
-    from rbjax.agents.llm import Sampling, api_key_from_env
-    from rbjax.agents.prompts import Prompts
+    from rbjax.agents.llm.client import Sampling, api_key_from_env
+    from rbjax.agents.llm.frameworks import Rules
+    from rbjax.agents.llm.prompts import Prompts
 
     for flag, least in (("concurrency", 1), ("max_turns", 1), ("retries", 0), ("trim_tokens", 1)):
         if getattr(args, flag) < least:
@@ -336,13 +336,13 @@ def main_llm(args) -> None:
         import openai  # noqa: F401
     except ImportError:
         raise fail("language models need the openai package: pip install 'rbjax[agents]'") from None
-    from rbjax.agents.llm import OpenAIChatModel
-    from rbjax.agents.llm_run import RunPaused, run_llm_agents
+    from rbjax.agents.llm.client import OpenAIChatModel
+    from rbjax.agents.runs.llm_agents import RunPaused, run_llm_agents
 
     model_args, rules, prompts = llm_settings(args)
     sl = None
     if args.from_states:
-        from rbjax.agents.run import prepare_folder
+        from rbjax.agents.runs.loop import prepare_folder
 
         try:  # before the warm-up: a used folder is refused at once
             prepare_folder(args.out, overwrite=args.overwrite)
@@ -439,7 +439,7 @@ def diagnose(args) -> None:
     from each run's records.npz (a run without one is named and left out)."""
     import numpy as np
 
-    from rbjax.agents import diagnostics
+    from rbjax.agents.analysis import diagnostics
     from rbjax.data import CatalogError, load_catalog
     from rbjax.runners import metrics, paper
     from rbjax.state import DayInfo
@@ -451,8 +451,8 @@ def diagnose(args) -> None:
     for run in args.runs:  # the CSVs go into the run folders: check them before any work
         if not os.path.isdir(run) or not os.access(run, os.W_OK):
             raise fail(f"{run}: not a writable run folder")
-    from rbjax.agents.llm_run import read_run_json
-    from rbjax.agents.replay import check_settings, load_records
+    from rbjax.agents.analysis.replay import check_settings, load_records
+    from rbjax.agents.runs.llm_agents import read_run_json
 
     tables, papers, curves = {}, {}, {}
     for run in args.runs:
@@ -512,8 +512,8 @@ def diagnose(args) -> None:
 
 def replay_run(args) -> None:
     """``rbjax agents replay DIR``: the run played again from its traces with no model
-    (``rbjax.agents.replay``); one line per kind of difference and a non-zero exit, or the summary line."""
-    from rbjax.agents import replay
+    (``rbjax.agents.analysis.replay``); one line per kind of difference and a non-zero exit, or the summary line."""
+    from rbjax.agents.analysis import replay
 
     if args.report and not os.access(os.path.dirname(os.path.abspath(args.report)), os.W_OK):
         raise fail(f"--report {args.report}: its folder is not writable")
@@ -553,7 +553,7 @@ def replay_run(args) -> None:
 def rescore_run(args) -> None:
     """``rbjax agents rescore DIR``: the main table and the four stages rebuilt from the traces (the engine's
     order-line counters from a replay); rescored CSVs, compared with the run's."""
-    from rbjax.agents import diagnostics, replay
+    from rbjax.agents.analysis import diagnostics, replay
     from rbjax.runners import metrics, paper
 
     out = args.out or args.run
@@ -626,7 +626,7 @@ def rescore_run(args) -> None:
 
 
 def add(sub) -> None:
-    from rbjax.agents.frameworks import FRAMEWORKS
+    from rbjax.agents.llm.frameworks import FRAMEWORKS
     from rbjax.cli.common import add_env_flags, command
     from rbjax.policies import NAMES
 
@@ -679,7 +679,7 @@ def add(sub) -> None:
     )
     llm.add_argument("--max-tokens", type=int, default=None, help="override the answer length limit")
     llm.add_argument(
-        "--prompts", default=None, metavar="JSON", help="prompt texts to override (rbjax.agents.prompts)"
+        "--prompts", default=None, metavar="JSON", help="prompt texts to override (rbjax.agents.llm.prompts)"
     )
     llm.add_argument(
         "--no-stream", action="store_true", help="ask for whole replies instead of streamed ones"

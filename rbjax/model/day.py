@@ -86,7 +86,7 @@ def sell(
     """Steps 1-7 of the day: demand of today's traffic meets the store's units; keys: (attraction, demand, reviews).
 
     The waiting queue's morning admission is skipped: after every evening's admission and deliveries either
-    the queue is empty or the store is full, so it never admits a unit (``tests/test_inventory.py``).
+    the queue is empty or the store is full, so it never admits a unit (``tests/model/test_inventory.py``).
     """
     k_attr, k_demand, k_reviews = keys
     f = cfg.float_dtype

@@ -108,7 +108,7 @@ def review_gain(review_poly: jax.Array, category_of: np.ndarray, rating: jax.Arr
     """[J] G_c(r) for each product's category quartic."""
     coef = review_poly[np.asarray(category_of)]  # [J, 5], highest power first
     # Horner's rule: only correctly rounded multiplies and adds. A float power (pow) here gave results
-    # that depended on the store's position in a large batch on XLA:CPU (tests/test_rollout.py).
+    # that depended on the store's position in a large batch on XLA:CPU (tests/runners/test_rollout.py).
     gain = coef[:, 0]
     for i in range(1, coef.shape[-1]):
         gain = gain * rating + coef[:, i]

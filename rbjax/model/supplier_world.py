@@ -2,7 +2,7 @@
 
 ``make_world`` keeps, per product, the attempt that ``suppliers.select`` keeps among all
 ``EnvConfig.supplier_attempts`` attempts played by ``suppliers.selection_stats`` (``docs/model.md``,
-"Suppliers"), bit for bit (``tests/test_supplier_world.py``), at a fraction of the cost:
+"Suppliers"), bit for bit (``tests/model/test_supplier_world.py``), at a fraction of the cost:
 
 - **Attempts in order, stopping at the first kept one.** The rule keeps the first valid attempt inside the
   band, so a product stops at its first such attempt (7.6 attempts on average, not 50); only the ~1 % of
@@ -121,7 +121,7 @@ def price_cuts() -> tuple[float, ...]:
     """The four float32 z at which ``suppliers.copula_price_tier`` steps up to tiers 1 .. 4 on the default
     backend, found by bisection over the float32 values with that backend's own ``ndtr``: ``z >= cut`` counts
     give the same tier as the CDF, which costs XLA:CPU about a third of a tier pair's draw
-    (``tests/test_supplier_world.py`` checks every float32 near each cut)."""
+    (``tests/model/test_supplier_world.py`` checks every float32 near each cut)."""
     with jax.ensure_compile_time_eval():
         return _price_cuts(jax.default_backend())
 

@@ -120,7 +120,7 @@ def selection_stats(world: World, params: EnvParams):
     Tiers change only when a supplier starts a cycle, or the day after a date that lacked a Q1 supplier (the
     rule's forced Q1), so a ``while_loop`` steps from one such event to the next instead of day by day, and
     the rule draws the same ``rule_draws`` a daily step would: the tiers, hence the lacking dates, are the
-    day-by-day ones exactly (``tests/test_suppliers.py``).
+    day-by-day ones exactly (``tests/model/test_suppliers.py``).
 
     The correlation pools every (date, supplier) row of a product. A row's price and quality are uniform
     inside its tier bands, so the sums it needs are taken at their expectations given the tiers (exact
@@ -338,7 +338,7 @@ def diversity(q: jax.Array, p: jax.Array, u: jax.Array):
 
 def diversity_codes(code: list[jax.Array], u: jax.Array) -> list[jax.Array]:
     """``diversity`` on tier codes, for the selection's event scan (the two agree exactly: the scan's lacking
-    dates equal a day-by-day replay through ``update_tiers``, ``tests/test_suppliers.py``).
+    dates equal a day-by-day replay through ``update_tiers``, ``tests/model/test_suppliers.py``).
 
     code: K arrays [J] of int32 tier codes (``PRICE_TIERS`` x quality + price); u: [J, 3] ``rule_draws``.
     Returns the K new code arrays. Per supplier, not over a [J, K] axis: elementwise passes that fuse.

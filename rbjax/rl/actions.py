@@ -80,7 +80,7 @@ def categorical(key: jax.Array, logits: jax.Array) -> jax.Array:
     """[...] int32 index drawn from softmax(logits [..., n]) by inverting its CDF at one uniform of
     ``rbjax.kernels.rng`` (the simulator's counter hash): one cheap word a draw, where
     ``jax.random.categorical``'s Gumbel-max takes n threefry words and 2n logarithms. A category of
-    probability 0 is never drawn; ``tests/test_rl.py`` checks the frequencies against the probabilities."""
+    probability 0 is never drawn; ``tests/rl/test_rl.py`` checks the frequencies against the probabilities."""
     cdf = jnp.cumsum(jax.nn.softmax(logits, -1), -1)
     # scaled to the CDF's own total, so rounding in the softmax leaves no gap above the last category
     u = rng.uniform(key, logits.shape[:-1], logits.dtype) * cdf[..., -1]

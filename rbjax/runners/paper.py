@@ -274,7 +274,7 @@ ORACLE_NET_WORTH = np.array(
 )
 
 # the four-stage diagnostics of every run (four_stage_metrics.csv): (model, framework) -> the columns of
-# rbjax.agents.diagnostics.COLUMNS; the oracle's query depth and missing evidence are its raw values (the
+# rbjax.agents.analysis.diagnostics.COLUMNS; the oracle's query depth and missing evidence are its raw values (the
 # paper sets them to 1 and 0 by convention)
 _FOUR_STAGE_FIELDS = (
     "s1_acted_skus_per_day s1_missed_high_demand_rate s2_query_depth s2_missing_critical_evidence_rate "

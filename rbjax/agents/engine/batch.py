@@ -1,0 +1,204 @@
+"""The batched engine behind many agents: one ``EnvState`` of B stores on the device, stepped for the stores
+whose agents ended their day.
+
+Keys follow ``rbjax.rollout``: store s with key ``keys[s]`` resets with the first half of
+``split(keys[s])`` and plays day t with ``split(fold_in(second half, t))`` (policy key, step key). So a
+store's day depends on its key and its own calls only, never on which other stores stepped with it, and an
+agent run matches ``rollout`` with the same keys.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from rbjax.agents.engine.ledger import Today
+from rbjax.env import Env
+from rbjax.model import orders
+from rbjax.params import EnvParams
+from rbjax.state import Action, OrderLines
+
+
+class AgentEngine:
+    """B stores; ``step(actions)`` steps those in ``actions`` ({store: draft action}), the rest stay.
+
+    The device batch is ``batch_bucket(B)`` stores (runs of 1 to 16 stores share one compilation).
+
+    Everything returned is numpy. ``max_lines``: order lines per store-day (``OrderLines`` length L).
+    """
+
+    def __init__(self, env: Env, params: EnvParams, keys: jax.Array, max_lines: int = 256):
+        env.check_params(params)
+        self.env, self.params, self.max_lines = env, params, max_lines
+        self.B = int(keys.shape[0])
+        self.padded = batch_bucket(self.B)  # the engine's batch: a few sizes, so a few compilations
+        keys = jnp.concatenate([keys, jnp.repeat(keys[-1:], self.padded - self.B, axis=0)])
+        k_reset, self.k_run = jnp.moveaxis(jax.vmap(jax.random.split)(keys), 1, 0)
+        self.seeds = [int(x) for x in np.asarray(jax.random.key_data(self.k_run))[: self.B, -1]]
+        self.programs = _programs(env)
+        self.obs, self.state, opening = self.programs["reset"](k_reset, params)
+        self.opening = jax.device_get(opening)
+        self.lead = np.asarray(self.programs["lead"](self.k_run, self.state))
+        self.version = 0  # bumped by every step (policy drivers cache their actions per version)
+        self.keep_rows, self.rows = False, {}  # keep_rows: each step leaves the stepped stores' row() in rows
+        self._pull()
+
+    # ------------------------------------------------------------------ host side
+    def pay(self, lines: dict, quote_price: np.ndarray, funds) -> tuple[np.ndarray, np.float32]:
+        """The step's payment of one store's order lines so far: (accepted [L], spent)."""
+        accepted, spent, _, _ = self.programs["pay"](
+            OrderLines.sized(**lines),
+            quote_price,
+            np.float32(funds),
+            self.params.max_units_per_order,
+            self.env.config.pending_slots,
+        )
+        return np.asarray(accepted), np.float32(spent)
+
+    def _pull(self) -> None:
+        s = self.state
+        self.host = jax.device_get(
+            dict(
+                day=s.day,
+                funds=s.funds,
+                net_worth=s.net_worth,
+                prices=s.prices,
+                shelf=s.shelf,
+                on_hand=self.obs.on_hand,
+                waiting=self.obs.waiting,
+                lots=s.lots,
+                news=s.news,
+                suppliers=s.suppliers,
+                world=s.world,
+                done=s.done,
+            )
+        )
+
+    def today(self, store: int) -> Today:
+        p = self.params
+        row = jax.tree.map(lambda v: v[store], self.host)
+        day = int(row.pop("day"))
+        return Today(
+            day=day,
+            cal=int(p.open_day) + day,
+            funds=float(row.pop("funds")),
+            net_worth=float(row.pop("net_worth")),
+            done=bool(row.pop("done")),
+            lead=self.lead[store],
+            capacity=int(p.capacity),
+            shelf_capacity=int(p.shelf_capacity),
+            **row,
+        )
+
+    def news_seed(self, store: int) -> int:
+        """Stores of one supplier world share its news, and so their news ids."""
+        return int(np.asarray(self.host["world"].key[store]).astype(np.uint64).sum())
+
+    def step(self, actions: dict[int, dict]) -> dict[int, tuple]:
+        """Step the stores in ``actions`` once; returns {store: (DayInfo row, DayDetail row)} in numpy."""
+        B, J, L = self.padded, self.env.config.num_products, self.max_lines
+        active = np.zeros(B, bool)
+        price = np.asarray(self.host["prices"]).copy()
+        shelf = np.asarray(self.host["shelf"]).copy()
+        set_price = np.zeros((B, J), bool)
+        lines = {k: np.zeros((B, L), np.int32) for k in ("product", "supplier", "units", "lead", "order")}
+        lines["live"] = np.zeros((B, L), bool)
+        for s, a in actions.items():
+            active[s] = True
+            price[s], shelf[s], set_price[s] = a["price"], a["shelf"], a["set_price"]
+            for k, v in a["lines"].items():
+                lines[k][s] = v
+        K = self.env.config.num_suppliers
+        action = Action(
+            price=price,
+            shelf=shelf,
+            order=np.zeros((B, J, K), np.float32),
+            set_price=set_price,
+            lines=OrderLines.sized(**lines),
+        )
+        self.obs, self.state, info, detail, lead = self.programs["step"](
+            self.k_run, self.state, action, active, self.params
+        )
+        self.version += 1
+        info, detail = jax.device_get((info, detail))
+        self.lead = np.asarray(lead)
+        self._pull()
+        take = lambda tree, s: jax.tree.map(lambda x: x[s], tree)
+        if self.keep_rows:  # taken here: a later step may donate the state's buffers
+            obs, state = jax.device_get((self.obs, self.state))
+            for s in actions:
+                self.rows[s] = {"obs": take(obs, s), "state": take(state, s), "lead": self.lead[s].copy()}
+        return {s: (take(info, s), take(detail, s)) for s in actions}
+
+    def row(self, store: int) -> dict:
+        """Store ``store``'s part of the engine (observation, state, lead times), numpy: a checkpoint."""
+        take = lambda tree: jax.tree.map(lambda x: np.asarray(x[store]), tree)
+        return {"obs": take(self.obs), "state": take(self.state), "lead": np.array(self.lead[store])}
+
+    def set_rows(self, rows: dict[int, dict]) -> None:
+        """Put checkpointed stores back ({store: ``row(store)``}); the other stores are untouched."""
+        if not rows:
+            return
+        idx = np.asarray(sorted(rows))
+        stacked = jax.tree.map(lambda *x: np.stack(x), *[rows[s] for s in idx])
+        put = lambda batch, new: jax.tree.map(lambda b, n: b.at[idx].set(jnp.asarray(n, b.dtype)), batch, new)
+        self.obs, self.state = put(self.obs, stacked["obs"]), put(self.state, stacked["state"])
+        self.lead = np.array(self.lead)
+        self.lead[idx] = stacked["lead"]
+        self.version += 1
+        self._pull()
+
+    def policy_actions(self, policy, policy_params):
+        """Every store's action under ``policy`` this morning (numpy, [B, ...] leaves), with the keys
+        ``rollout`` gives the policy."""
+        spec = (id(self.env), policy)
+        if spec not in _POLICIES:
+            env = self.env
+
+            def one(policy_params, params, k_run, obs, state):
+                k_pol, _ = _day_keys(k_run, state.day)
+                return policy(policy_params, obs, env.privileged(state, params), k_pol)
+
+            _POLICIES[spec] = (env, jax.jit(jax.vmap(one, in_axes=(None, None, 0, 0, 0))))
+        fn = _POLICIES[spec][1]
+        return jax.device_get(fn(policy_params, self.params, self.k_run, self.obs, self.state))
+
+
+def batch_bucket(stores: int) -> int:
+    """The engine's batch for ``stores`` stores: the next power of two, at least 16 (a step of 16 stores
+    costs a few milliseconds; a compilation tens of seconds). The extra stores copy the last one and are
+    never stepped (a store's results do not depend on its batch)."""
+    return max(16, 1 << (max(stores, 1) - 1).bit_length())
+
+
+_PROGRAMS: dict = {}
+_POLICIES: dict = {}
+
+
+def _day_keys(k_run, day):
+    return jax.random.split(jax.random.fold_in(k_run, day))  # (policy key, step key), as in rollout
+
+
+def _programs(env: Env) -> dict:
+    """The jitted reset, step, lead and payment programs of ``env`` (compiled once per env and shapes)."""
+    if id(env) in _PROGRAMS:
+        return _PROGRAMS[id(env)][1]
+
+    def lead_today(k_run, state):
+        return env.lead_days(_day_keys(k_run, state.day)[1], state)
+
+    def step_one(k_run, state, action, active, params):
+        _, k_env = _day_keys(k_run, state.day)
+        obs, new, _, _, _, info, detail = env.step_detailed(k_env, state, action, params)
+        new = jax.tree.map(lambda n, o: jnp.where(active, n, o), new, state)
+        return obs, new, info, detail, lead_today(k_run, new)
+
+    programs = {
+        "reset": jax.jit(jax.vmap(env.reset_detailed, in_axes=(0, None))),
+        "lead": jax.jit(jax.vmap(lead_today)),
+        "step": jax.jit(jax.vmap(step_one, in_axes=(0, 0, 0, 0, None)), donate_argnums=(1,)),
+        "pay": jax.jit(orders.check_lines, static_argnums=(4,)),
+    }
+    _PROGRAMS[id(env)] = (env, programs)  # the env is kept alive so its id stays unique
+    return programs

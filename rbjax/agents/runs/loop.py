@@ -1,0 +1,345 @@
+"""Many stores run by agents over one batched engine: ``run_policy_agents`` drives rbjax policies through
+the tools (the LLM runner of the next layer uses the same session, scheduler and engine).
+
+Per store the runner opens each day with ``view_funds_and_date`` and ``view_shelf_status`` (logged with
+``issued_by: runner``, as the reference's runner does), lets the agent call tools, and hands the day to the
+scheduler at ``end_today``. Outputs per store: ``store_{s}/tool_calls.jsonl``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import glob
+import json
+import os
+import random
+import shutil
+import sys
+import time
+from collections.abc import Callable
+from typing import Protocol
+
+import jax
+import numpy as np
+
+from rbjax.agents.engine.batch import AgentEngine
+from rbjax.agents.engine.ledger import StoreLedger, Today
+from rbjax.agents.engine.scheduler import DayScheduler
+from rbjax.agents.formats import Names
+from rbjax.agents.runs.policy import PolicyDriver
+from rbjax.agents.tools.store import StoreTools, ToolResult
+from rbjax.agents.tools.trace import TraceWriter
+from rbjax.state import DayInfo
+
+RESULTS = (
+    "records.npz",
+    "*_stores.csv",
+    "four_stage_metrics.csv",
+    "run_metrics.csv",
+    "four_stages.png",
+    "survival.png",
+    "survival_by_run.png",
+)
+
+
+def run_files(out: str, results_only: bool = False) -> list[str]:
+    """The files and store folders of the agents run in ``out`` (only its result files: ``results_only``),
+    with the temporary and scratch files of a killed one."""
+    names = RESULTS + (() if results_only else ("run.json", "store_*"))
+    names += tuple(n + ".tmp" for n in names) + (".records-*",)
+    return sorted({p for n in names for p in glob.glob(os.path.join(glob.escape(out), n))})
+
+
+def resumable(settings) -> bool:
+    """Whether ``rbjax agents run --resume`` can continue the run of ``settings`` (its run.json): a language-model
+    run of fresh stores (policy runs keep no checkpoints; a run from --from-states starts from its slice)."""
+    return (
+        isinstance(settings, dict)
+        and settings.get("framework") not in (None, "policy")
+        and not settings.get("from_states")
+    )
+
+
+def _saved_settings(out: str):
+    """The run.json in ``out`` as JSON, or None where there is none or it is not JSON."""
+    try:
+        with open(os.path.join(out, "run.json"), encoding="utf-8") as f:
+            return json.load(f)
+    except (OSError, ValueError, RecursionError):
+        return None
+
+
+def prepare_folder(
+    out: str, resume: bool = False, overwrite: bool = False, resumable_run: bool = False
+) -> None:
+    """Make ``out`` ready for a run. A fresh run refuses a folder that holds a run, unless ``overwrite``
+    (then that run's files go first: never the folder's other files); the refusal names ``--resume`` only when
+    the new run can be resumed (``resumable_run``: a language-model run of fresh stores) and so can the run the
+    folder holds (``resumable``). Any run removes the old results, so that a run stopped part-way leaves none
+    rather than results that look like its own."""
+    used = run_files(out)
+    if used and not resume and not overwrite:
+        names = ", ".join(os.path.basename(p) for p in used[:3]) + ", ..." * (len(used) > 3)
+        can = resumable_run and resumable(_saved_settings(out))
+        then = "continue it with --resume or replace it" if can else "replace it"
+        raise ValueError(
+            f"{out} holds a run already ({names}): {then} with --overwrite, or choose another --out"
+        )
+    for path in run_files(out, results_only=resume):
+        if os.path.isdir(path):
+            shutil.rmtree(path)
+        else:
+            os.remove(path)
+    os.makedirs(out, exist_ok=True)
+
+
+def new_ledger(engine: AgentEngine) -> StoreLedger:
+    """An empty ledger of one of ``engine``'s stores: from the first pre-opening day to the horizon's end."""
+    cfg, params = engine.env.config, engine.params
+    first_cal = int(params.open_day) - cfg.history_days
+    days = cfg.history_days + int(params.horizon) + 1
+    return StoreLedger(first_cal, days, cfg.num_products, cfg.num_suppliers)
+
+
+def make_stores(
+    engine: AgentEngine, out: str | None, resume_at: dict | None = None, **tool_options
+) -> list[StoreTools]:
+    """One ``StoreTools`` per store of ``engine``, its ledger filled with the pre-opening days.
+
+    resume_at: {store: size} of trace files to keep (a resumed run); the others start empty."""
+    env, params = engine.env, engine.params
+    cfg = env.config
+    names = Names(env.catalog, cfg.num_suppliers)
+    stores = []
+    for s in range(engine.B):
+        ledger = new_ledger(engine)
+        ledger.add_opening(jax.tree.map(lambda x: x[s], engine.opening))
+        path = os.path.join(out, f"store_{s}", "tool_calls.jsonl") if out else None
+        trace = TraceWriter(path, (resume_at or {}).get(s)) if out else None
+        stores.append(
+            StoreTools(
+                s,
+                names,
+                ledger,
+                engine.seeds[s],
+                engine.pay,
+                float(params.rent),
+                int(params.capacity),
+                trace,
+                engine.max_lines,
+                engine.news_seed(s),
+                **tool_options,
+            )
+        )
+    return stores
+
+
+def open_day(store: StoreTools, names=("view_funds_and_date", "view_shelf_status")) -> list[str]:
+    """The runner's morning views (logged ``issued_by: runner``, as the reference's runner logs them)."""
+    return [store.call(name, issued_by="runner").text for name in names]
+
+
+class DayAgent(Protocol):
+    """One store's agent: the day's calls, then whatever it does with the day's result."""
+
+    async def act(self, store: StoreTools, today: Today) -> str | None:
+        """Make the day's calls; return why the runner ends the day for the agent, or None."""
+
+    async def after_day(self, store: StoreTools, today: Today, result: ToolResult) -> None: ...
+
+
+class CallsAgent:
+    """``act(store, today)``'s calls after the runner's two morning views."""
+
+    def __init__(self, act: Callable):
+        self._act = act
+
+    async def act(self, store, today):
+        open_day(store)
+        await self._act(store, today)
+
+    async def after_day(self, store, today, result):
+        pass
+
+
+class StorePaused(Exception):
+    """Raised by a store's agent when it cannot go on for a reason outside the store (the chat endpoint
+    failed): the store stops where it was, its day neither ended nor recorded, and the others go on."""
+
+
+class Progress:
+    """A line on stderr each time every store has finished another ``every`` days, and at most every
+    ``seconds`` otherwise (0: never), also while no day ends (``heartbeat``). ``status()`` adds to the line
+    (turns, tokens, requests). ``done``: {store: days} played before this process (a resumed run); rates
+    count only this process's days."""
+
+    def __init__(
+        self,
+        stores: int,
+        every: int,
+        seconds: float = 0.0,
+        status: Callable[[], str] | None = None,
+        done: dict[int, int] | None = None,
+    ):
+        self.every, self.seconds, self.status = every, seconds, status
+        self.days = dict.fromkeys(range(stores), 0) | (done or {})
+        self.before = sum(self.days.values())
+        self.calls, self.ended, self.paused = 0, 0, 0
+        self.mark, self.start = every, time.perf_counter()
+        while self.every and min(self.days.values()) >= self.mark:
+            self.mark += self.every
+        self.last = self.start
+
+    def day_done(self, store: StoreTools) -> None:
+        self.days[store.store] += 1
+        self.calls += store.calls
+        now = time.perf_counter()
+        by_days = self.every and min(self.days.values()) >= self.mark
+        if by_days or (self.seconds and now - self.last >= self.seconds):
+            self.print(now)
+        while self.every and min(self.days.values()) >= self.mark:
+            self.mark += self.every
+
+    async def heartbeat(self) -> None:
+        """Print the line every ``seconds`` that passed without one (runs until cancelled)."""
+        while True:
+            await asyncio.sleep(max(self.seconds - (time.perf_counter() - self.last), 0.01))
+            if time.perf_counter() - self.last >= self.seconds:
+                self.print()
+
+    def elapsed(self) -> float:
+        return time.perf_counter() - self.start
+
+    def store_done(self) -> None:
+        self.ended += 1
+
+    def print(self, now: float | None = None) -> None:
+        now = time.perf_counter() if now is None else now
+        self.last, elapsed, days = now, now - self.start, self.days.values()
+        new = sum(days) - self.before
+        resumed = f" ({new:,} in this process)" if self.before else ""
+        paused = f", {self.paused} paused" if self.paused else ""
+        extra = f", {self.status()}" if self.status else ""
+        print(
+            f"agents: days {min(days)}-{max(days)}, {self.ended - self.paused}/{len(self.days)} stores "
+            f"finished{paused}, {sum(days):,} store-days{resumed}, {new / max(elapsed, 1e-9):,.2f} "
+            f"agent-days/s, {self.calls:,} tool calls" + extra,
+            file=sys.stderr,
+        )
+
+
+async def _run_store(
+    store: StoreTools,
+    engine,
+    scheduler,
+    agent: DayAgent,
+    jitter: float,
+    records: list,
+    progress,
+    paused,
+    stop: int | None = None,
+):
+    s = store.store
+    try:
+        while True:
+            today = engine.today(s)
+            if today.done or (stop is not None and today.day >= stop):
+                return
+            played = len(records)
+            try:
+                store.begin_day(today)
+                forced = await agent.act(store, today)
+                if jitter:  # finish the day after a random delay: the results must not depend on it
+                    await asyncio.sleep(random.Random(hash((s, today.day))).random() * jitter)
+                info, detail = await scheduler.end_day(s, store.day_action())
+                by = "runner" if forced else "model"
+                result = store.finish_day(info, detail, engine.today(s), issued_by=by, forced=forced)
+                records.append((today.day, info))
+                await agent.after_day(store, today, result)
+            except StorePaused as e:  # the day is not recorded: a resumed run plays it again
+                del records[played:]
+                paused[s] = (today.day + 1, str(e))
+                progress.paused += 1
+                return
+            progress.day_done(store)
+    finally:
+        progress.store_done()
+        scheduler.leave(s)
+
+
+async def run_async(
+    engine: AgentEngine,
+    stores: list[StoreTools],
+    agents: Callable | dict[int, DayAgent],
+    jitter: float = 0.0,
+    progress: int | Progress = 0,
+    records: dict | None = None,
+    paused: dict | None = None,
+    stop: int | None = None,
+):
+    """Run every store until its episode ends or its agent raises ``StorePaused``; returns {store: [(day,
+    DayInfo row), ...]}.
+
+    agents: {store: DayAgent}, or ``async act(store_tools, today)`` for every store (``CallsAgent``; the
+    runner ends the day). progress: a ``Progress``, or a line every N days (0: none). records: the days
+    already played (a resumed run), extended in place. paused: filled with {store: (1-based day, why)}.
+    stop: a store also stops on the morning of this day (days since opening; None: at its episode's end).
+    """
+    scheduler = DayScheduler(engine)
+    counter = progress if isinstance(progress, Progress) else Progress(len(stores), progress)
+    if not isinstance(agents, dict):
+        agents = dict.fromkeys((s.store for s in stores), CallsAgent(agents))
+    records = {s.store: [] for s in stores} if records is None else records
+    paused = {} if paused is None else paused
+    for s in stores:
+        scheduler.join(s.store)
+    beat = asyncio.create_task(counter.heartbeat()) if counter.seconds else None
+    try:
+        await asyncio.gather(
+            *(
+                _run_store(
+                    s, engine, scheduler, agents[s.store], jitter, records[s.store], counter, paused, stop
+                )
+                for s in stores
+            )
+        )
+    finally:
+        if beat is not None:
+            beat.cancel()
+        scheduler.close()
+    return records
+
+
+def stack_records(records: dict, days: int, first: int = 0) -> DayInfo:
+    """{store: [(day, DayInfo row)]} -> DayInfo [B, days] of the days first .. first + days - 1; days after a
+    store's end are recorded as ``rollout`` records them (zeros, funds and net worth held, alive False)."""
+    rows = []
+    for s in sorted(records):
+        got = dict(records[s])
+        last = got[max(got)]
+        dead = jax.tree.map(np.zeros_like, last).replace(funds=last.funds, net_worth=last.net_worth)
+        rows.append([got.get(d, dead) for d in range(first, first + days)])
+    return jax.tree.map(
+        lambda *x: np.stack(x).reshape(len(rows), days, *x[0].shape), *[r for row in rows for r in row]
+    )
+
+
+def run_policy_agents(
+    env,
+    params,
+    policy,
+    policy_params,
+    keys,
+    out: str | None = None,
+    jitter: float = 0.0,
+    progress: int = 0,
+    **tool_options,
+):
+    """Drive ``policy`` through the tools for ``len(keys)`` stores until their episodes end (the horizon is
+    ``params.horizon``). Returns (DayInfo records [B, horizon], the engine, the stores' tools)."""
+    engine = AgentEngine(env, params, keys)
+    stores = make_stores(engine, out, **tool_options)
+    driver = PolicyDriver(engine, policy, policy_params)
+
+    records = asyncio.run(run_async(engine, stores, driver.act, jitter, progress))
+    return stack_records(records, int(params.horizon)), engine, stores

@@ -1,0 +1,324 @@
+"""Agents from task slices: an agent takes over stores mid-episode, from a snapshot of a policy's run.
+
+A slices folder (``rbjax run --policy P --save-states DIR --every D``) holds every store after ``D`` days of
+policy ``P`` (``rbjax.runners.snapshots``). ``open_slice`` brings an agent engine to that day the way the
+tools would have seen it: it plays the first ``D`` days again by driving the source policy through the tools
+(``policy_agent``; no trace, no notes), so the stores' ledgers hold what the tools show (the sales and price
+history, reviews, the orders placed and still pending, the news shown), and then checks that the engine's
+state is the snapshot's (``check_state``: bit for bit, floats to an ulp or so) and starts the agents from the
+snapshot's state itself. The agent then plays ``days`` days (``run_policy_slice`` for a policy,
+``run_llm_agents(..., start=slice)`` for a language model).
+
+Each morning the agent plays, the reference policy (the oracle by default) is asked what it would do in the
+same store on the same morning, with ``rollout``'s keys, and the products whose price, shelf membership or
+ordered units differ from the agent's day action are counted (``rbjax.runners.paired.decision_gaps``). After
+the run, ``AgentSlice.compare`` runs the reference from the snapshot's stores with the same keys for the same
+days and returns the per-slice table of ``paired.compare``.
+
+>>> snap = snapshots.load("slices/day_060.npz", env)
+>>> source, source_params = rbjax.policies.make("oracle")
+>>> sl = open_slice(env, snap, source, source_params, days=30, stores=8)
+>>> records = run_policy_slice(sl, my_policy, my_params, out="runs/x")       # [8, 30]: days 60 .. 89
+>>> table = sl.compare(records)                                              # paired.compare's columns
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import os
+
+import jax
+import numpy as np
+import pandas as pd
+
+from rbjax.agents.engine.batch import AgentEngine
+from rbjax.agents.runs.loop import make_stores, run_async, stack_records
+from rbjax.agents.runs.policy import PolicyDriver
+from rbjax.agents.tools.store import StoreTools
+from rbjax.agents.tools.trace import TraceWriter
+from rbjax.env import Env
+from rbjax.runners import paired
+from rbjax.runners.records import summarize
+from rbjax.runners.rollout import observer
+from rbjax.runners.snapshots import Snapshot, rollout_from
+from rbjax.state import Action, DayInfo
+
+
+class SliceEngine(AgentEngine):
+    """An ``AgentEngine`` that, once ``reference`` is set, asks the reference policy about every stepped
+    store's morning before stepping it, and counts the decisions that differ from the store's day action:
+    ``gaps[(store, day)]`` = [3] products whose price, shelf membership, ordered units differ.
+
+    The count happens in the step (the engine's thread), before the state changes: the reference sees the
+    morning the agent saw, with the keys ``rollout`` would give it."""
+
+    reference = None  # (policy, policy_params)
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.gaps: dict[tuple[int, int], np.ndarray] = {}
+
+    def step(self, actions: dict[int, dict]) -> dict[int, tuple]:
+        if self.reference is not None and actions:
+            wanted = self.policy_actions(*self.reference)  # every store's, [padded]: one compilation
+            prices = np.asarray(self.host["prices"])
+            mine = _agent_actions(actions, prices, np.asarray(self.host["shelf"]), wanted.order.shape[-1])
+            counted = np.asarray(_count_gaps(mine, wanted, prices))
+            days = np.asarray(self.host["day"])
+            for s in actions:
+                self.gaps[(int(s), int(days[s]))] = counted[s]
+        return super().step(actions)
+
+
+@jax.jit
+def _count_gaps(action: Action, reference: Action, prices) -> jax.Array:
+    """[B, 3] ``paired.decision_gaps`` of every store (action and reference [B, ...], prices [B, J])."""
+    return jax.vmap(lambda a, r, p: paired.decision_gaps(a, r, _Morning(p)))(action, reference, prices)
+
+
+class _Morning:
+    """What ``decision_gaps`` reads of the morning's state: today's prices."""
+
+    def __init__(self, prices):
+        self.prices = prices
+
+
+def _agent_actions(actions: dict[int, dict], prices, shelf, K: int) -> Action:
+    """The day actions of the stepped stores ({store: ``StoreTools.day_action()``: price, set_price, shelf,
+    order lines}) as one ``Action`` batch of every store (the others: no change), the units of the live lines
+    summed per (product, supplier) in ``order`` (refused orders included, as ``Action.order`` counts them)."""
+    B, J = prices.shape
+    price, shelf = prices.copy(), shelf.copy()
+    set_price, order = np.zeros((B, J), bool), np.zeros((B, J, K), np.float32)
+    for s, a in actions.items():
+        price[s], shelf[s], set_price[s] = a["price"], a["shelf"], a["set_price"]
+        lines = a["lines"]
+        live = np.asarray(lines["live"], bool)
+        np.add.at(order[s], (lines["product"][live], lines["supplier"][live]), lines["units"][live])
+    return Action(price=price, shelf=shelf, order=order, set_price=set_price)
+
+
+@dataclasses.dataclass
+class AgentSlice:
+    """``S`` stores of a snapshot, their engine brought to the snapshot's day (``open_slice``).
+
+    engine: the SliceEngine ([S] stores; the reference is asked each morning). stores: their tools (no trace
+    yet: ``attach_traces``). snapshot: the snapshot's first S stores. days: days the agents play.
+    reference / reference_params: the policy compared with. adopted: the float fields the warm-up reproduced
+    only to within ``FLOAT_RTOL`` (``check_state``); the engine then took the snapshot's state itself."""
+
+    engine: SliceEngine
+    stores: list[StoreTools]
+    snapshot: Snapshot
+    days: int
+    reference: object
+    reference_params: object
+    adopted: list[str] = dataclasses.field(default_factory=list)  # float fields the warm-up left ulps apart
+
+    @property
+    def day(self) -> int:
+        """The first day the agents play (days since opening): the snapshot's day."""
+        return self.snapshot.day
+
+    @property
+    def stop(self) -> int:
+        """The stores stop on the morning of this day."""
+        return self.day + self.days
+
+    @property
+    def params(self):
+        return self.engine.params
+
+    @property
+    def keys(self) -> jax.Array:
+        return self.snapshot.keys
+
+    def attach_traces(self, out: str) -> None:
+        """Each store's ``tool_calls.jsonl`` in ``out/store_{s}/``, from the slice's first day on."""
+        for store in self.stores:
+            store.trace = TraceWriter(os.path.join(out, f"store_{store.store}", "tool_calls.jsonl"))
+
+    def stack(self, records: dict) -> DayInfo:
+        """``run_async``'s records -> DayInfo [S, days] of the days ``day .. stop - 1``."""
+        return stack_records(records, self.days, first=self.day)
+
+    def decision_gaps(self) -> np.ndarray:
+        """[S, days, 3] int32: per store and day played, the products whose price, shelf membership and
+        ordered units differed from the reference's decision on the same morning (0 on days not played)."""
+        out = np.zeros((self.engine.B, self.days, 3), np.int32)
+        for (s, day), g in self.engine.gaps.items():
+            if self.day <= day < self.stop:
+                out[s, day - self.day] = g
+        return out
+
+    def reference_run(self) -> DayInfo:
+        """The reference's records [S, days] from the snapshot's stores with their keys
+        (``snapshots.rollout_from``): what the agents are compared with."""
+        records, _ = rollout_from(
+            self.engine.env,
+            self.reference,
+            self.reference_params,
+            self.params,
+            self.snapshot.state,
+            self.snapshot.keys,
+            self.day,
+            self.days,
+            records="full",
+        )
+        return records
+
+    def compare(self, records: DayInfo) -> pd.DataFrame:
+        """The per-slice table of ``paired.compare`` (one row per store): the agent's records [S, days]
+        beside the reference's run from the same snapshot stores with the same keys, and the decision
+        counts of every morning the agent played."""
+        if isinstance(records, DayInfo):
+            records = summarize(records)
+        mine = jax.tree.map(np.asarray, records)
+        if np.asarray(mine.alive).shape != (self.engine.B, self.days):
+            raise ValueError(
+                f"records must be [{self.engine.B}, {self.days}] (stores, days), got {np.asarray(mine.alive).shape}"
+            )
+        ref = summarize(jax.device_get(self.reference_run()))
+        take = np.arange(self.engine.B)
+        table = paired._rows(take, self.snapshot, mine, jax.device_get(ref), self.decision_gaps())
+        table.attrs.update(dropped=0, days=self.days, start_day=self.day)
+        return table
+
+
+def open_slice(
+    env: Env,
+    snapshot: Snapshot,
+    policy,
+    policy_params,
+    days: int | None = None,
+    stores: int | None = None,
+    reference=None,
+    max_lines: int = 256,
+    progress: int = 0,
+    **tool_options,
+) -> AgentSlice:
+    """The first ``stores`` stores of ``snapshot`` (default: all) on an agent engine, brought to the
+    snapshot's day by driving ``policy`` (the source run's policy, with its params) through the tools.
+
+    days: the days the agents will play (default: to the horizon). reference: (policy, params) asked each
+    morning and run for comparison (default: the oracle). progress: a line every N days of the warm-up (0:
+    none). tool_options: as ``make_stores``.
+    Raises ValueError (one line) when the snapshot does not fit (per-store params, too many stores, a store
+    closed before its day, a slice past the horizon) and when the warm-up does not reproduce the snapshot's
+    state (``check_state``), naming the first field that differs. Float fields reproduced only to within
+    ``FLOAT_RTOL`` are listed in ``AgentSlice.adopted``, and the engine takes the snapshot's state itself.
+    """
+    from rbjax import policies
+
+    if not isinstance(snapshot, Snapshot):
+        raise ValueError(f"open_slice takes a Snapshot, got {type(snapshot).__name__}")
+    params = snapshot.env_params(env)
+    if any(np.ndim(x) for x in jax.tree.leaves(params.horizon)):
+        raise ValueError("the snapshot's params are per store: agents need one set of params for all stores")
+    n = snapshot.num_stores
+    S = n if stores is None else stores
+    if isinstance(S, bool) or int(S) != S or not 1 <= S <= n:
+        raise ValueError(f"stores must be between 1 and the snapshot's {n} stores, got {stores!r}")
+    S, day, horizon = int(S), snapshot.day, int(params.horizon)
+    days = horizon - day if days is None else days
+    if isinstance(days, bool) or int(days) != days or days < 1 or day + days > horizon:
+        raise ValueError(
+            f"a slice of {days} days from day {day} runs past the stores' horizon ({horizon} days): "
+            f"at most {max(horizon - day, 0)} days from this snapshot"
+        )
+    closed = np.flatnonzero(np.asarray(snapshot.state.done, bool)[:S])
+    if len(closed):
+        first = int(closed[0])
+        hint = f"; the first {first} stores are open" if first else ""
+        raise ValueError(
+            f"store {first} (of {len(closed)} of the first {S}) closed before day {day} "
+            f"(bankrupt or at its horizon): an agent cannot take it over{hint}"
+        )
+    sub = dataclasses.replace(
+        snapshot,
+        state=jax.tree.map(lambda x: np.asarray(x)[:S], snapshot.state),
+        keys=snapshot.keys[:S],
+        params=params,
+    )
+    engine = SliceEngine(env, params, sub.keys, max_lines)
+    tools = make_stores(engine, None, **tool_options)
+    if day:
+        driver = PolicyDriver(engine, policy, policy_params)
+        asyncio.run(run_async(engine, tools, driver.act, progress=progress, stop=day))
+    near = check_state(engine, sub)
+    if near:  # float leaves an ulp or so apart: the agents start from the saved state itself
+        _adopt(engine, sub)
+    engine.reference = policies.make("oracle") if reference is None else tuple(reference)
+    return AgentSlice(engine, tools, sub, int(days), *engine.reference, near)
+
+
+FLOAT_RTOL = 1e-5  # float leaves: the warm-up may differ from the saved state by a few ulps (see check_state)
+
+
+def check_state(engine: AgentEngine, snapshot: Snapshot, rtol: float = FLOAT_RTOL) -> list[str]:
+    """The engine's first S stores hold the snapshot's state: every integer and boolean leaf bit for bit,
+    every float leaf bit for bit or within ``rtol`` relative (NaN equal to NaN); else ValueError naming the
+    first field that differs. Returns the float fields that differ within ``rtol`` ("field: n entries, at
+    most u ulps"); ``rtol=0``: every leaf bit for bit.
+
+    Why a tolerance: the agent engine's step and ``rollout``'s scan are different XLA programs, and XLA:CPU may
+    contract a multiply-add into one FMA in one of them and not in the other, so a float that is not in the
+    records (the 30-day supplier averages, ``suppliers.log``) can come out an ulp apart after a few days while
+    every record is identical."""
+    S = snapshot.num_stores
+    got = jax.device_get(engine.state)
+    near = []
+    for (path, a), b in zip(
+        jax.tree_util.tree_flatten_with_path(got)[0], jax.tree.leaves(snapshot.state), strict=True
+    ):
+        a, b, name = np.asarray(a)[:S], np.asarray(b), "state" + jax.tree_util.keystr(path)
+        if a.shape != b.shape or a.dtype != b.dtype:
+            raise ValueError(
+                f"the warm-up did not reproduce the snapshot: {name} is {a.dtype}{list(a.shape)} in the "
+                f"engine, {b.dtype}{list(b.shape)} in the snapshot"
+            )
+        inexact = np.issubdtype(a.dtype, np.inexact)
+        same = (a == b) | (np.isnan(a) & np.isnan(b)) if inexact else a == b
+        if same.all():
+            continue
+        if inexact:
+            with np.errstate(invalid="ignore", over="ignore"):
+                within = np.isclose(a, b, rtol=rtol, atol=0.0, equal_nan=True) & np.isfinite(a - b)
+            if within.all():
+                ulps = np.abs(a - b)[~same] / np.spacing(np.maximum(np.abs(a), np.abs(b))[~same])
+                near.append(f"{name}: {int((~same).sum())} entries, at most {int(np.round(ulps.max()))} ulps")
+                continue
+            same = same | within
+        bad = np.argwhere(~same)
+        raise ValueError(
+            f"the warm-up did not reproduce the snapshot: {name} differs (store {int(bad[0][0])}, "
+            f"{len(bad)} entries) after {snapshot.day} days of the source policy through the tools "
+            "(another policy, checkpoint, catalogue or params than the run that saved it?)"
+        )
+    return near
+
+
+def _adopt(engine: AgentEngine, snapshot: Snapshot) -> None:
+    """The engine's first S stores take the snapshot's state exactly (and the observation made from it)."""
+    S = snapshot.num_stores
+    state = jax.tree.map(
+        lambda b, n: b.at[:S].set(jax.numpy.asarray(n, b.dtype)), engine.state, snapshot.state
+    )
+    engine.state = state
+    engine.obs = observer(engine.env, None, ())(state, engine.params)
+    engine.version += 1
+    engine._pull()
+
+
+def run_policy_slice(
+    sl: AgentSlice, policy, policy_params, out: str | None = None, jitter: float = 0.0, progress: int = 0
+) -> DayInfo:
+    """Drive ``policy`` through the tools for the slice's days (as ``run_policy_agents``; traces in
+    ``out/store_{s}/`` from the slice's first day). Returns DayInfo records [S, days]."""
+    if out:
+        sl.attach_traces(out)
+    driver = PolicyDriver(sl.engine, policy, policy_params)
+
+    records = asyncio.run(run_async(sl.engine, sl.stores, driver.act, jitter, progress, stop=sl.stop))
+    return sl.stack(records)

@@ -1,0 +1,64 @@
+"""The commands of the README and ``docs/`` as a user runs them: the CLI's default devices (one per core: 2 on
+CI), no ``--devices 1``. Five stores do not divide two devices, and ``--store-chunk`` runs go in chunks.
+
+They run in one fresh process (its devices split as the CLI splits them; the later commands share its compiled
+programs), so the suite pays for one multi-device compilation of each program: the snapshot path, chunks and
+per-store params (a sweep) are the three ways a chunk's inputs reach the devices (``rollout._place``), and
+``eval`` runs the shipped PPO policy. ``bench --profile`` runs on the default devices in
+``tests/perf/test_perf.py``; the
+agent commands and ``train`` always run on one device (``rbjax.cli``), the default of the in-process tests.
+"""
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import rbjax
+
+WORKER = """
+import sys, jax
+from rbjax.cli import main
+for line in sys.argv[1:]:
+    print("$ rbjax", line, flush=True)
+    main(line.split())
+print("all done on", len(jax.devices()), "devices")
+"""
+
+
+def _rbjax(*lines: str, cwd) -> str:
+    out = subprocess.run(
+        [sys.executable, "-c", WORKER, *lines], cwd=cwd, capture_output=True, text=True, timeout=1200
+    )
+    assert out.returncode == 0, (out.stdout[-2000:], out.stderr[-3000:])
+    return out.stdout
+
+
+@pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="one core: the default is one device")
+def test_the_documented_commands_run_on_the_default_devices(tmp_path):
+    out = _rbjax(
+        "oracle --stores 5 --days 6 --seed 3 --save-states S --every 3 --records --out O --progress 0",
+        "run --policy oracle --from-states S --days 3 --out C",
+        "run --policy oracle --stores 5 --days 6 --seed 3 --store-chunk 2 --records --out R --progress 3",
+        "sweep --multiplier 2,4 --seeds 3 --days 6 --out W",
+        f"eval --policy ppo --checkpoint {rbjax.PPO_CHECKPOINT} --stores 5 --days 6 --greedy",
+        cwd=tmp_path,
+    )
+    assert f"all done on {os.cpu_count()} devices" in out
+    # chunked (3 chunks of 2 stores) and in segments with snapshots: the same records, bit for bit
+    with np.load(tmp_path / "O" / "records.npz") as a, np.load(tmp_path / "R" / "records.npz") as b:
+        assert sorted(a) == sorted(b)
+        for name in a:
+            assert np.array_equal(a[name], b[name]), name
+        final = a["net_worth"][:, -1].astype(np.float64)
+    # the oracle continued from day 3 beside the oracle (the snapshot's state placed on both devices): the run's
+    # own last day, both ways
+    slices = pd.read_csv(tmp_path / "C" / "slices.csv")
+    assert len(slices) == 5 and (slices["net_worth_diff"] == 0).all()
+    assert np.array_equal(slices["ref_net_worth"].to_numpy(), final[slices["store"]])
+    assert "ppo policy, 5 stores x 6 days" in out
+    sweep = pd.read_csv(tmp_path / "W" / "sweep.csv")
+    assert len(sweep) == 6 and np.isfinite(sweep["final_net_worth"]).all()
