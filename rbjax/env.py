@@ -282,3 +282,44 @@ def _masked(x: jax.Array, alive: jax.Array) -> jax.Array:
     if jnp.issubdtype(x.dtype, jnp.floating):
         return x * alive
     return jnp.where(alive, x, 0).astype(jnp.int32)
+
+
+class OptionError(ValueError):
+    """A bad value of one of ``make_env``'s options: ``option`` (its name), ``value`` and what is wrong with it.
+    The CLI shows it as its flag (``--days 0: ...``)."""
+
+    def __init__(self, option: str, value, message: str):
+        super().__init__(f"{option}={value!r}: {message}")
+        self.option, self.value, self.message = option, value, message
+
+    def as_flag(self) -> str:
+        """The message as the CLI words it: ``--days 0: ...`` (``--data: ...``)."""
+        if self.option == "data":
+            return f"--data: {self.message}"
+        return f"--{self.option.replace('_', '-')} {self.value}: {self.message}"
+
+
+def make_env(
+    data: str | None = None, grouping: str = "20", supplier_attempts: int = 50, days: int = 180
+) -> tuple[Env, EnvParams]:
+    """(Env, its default ``EnvParams`` with ``horizon = days``, checked) from the options of every command:
+    the catalogue folder (None: the shipped one), the category grouping ("20" or "ref19"), the supplier worlds
+    drawn per product at reset, and the days per store. Raises ``OptionError`` (a ValueError) naming the option.
+    """
+    from rbjax.data import CatalogError
+
+    try:
+        catalog = load_catalog(data)
+    except CatalogError as e:
+        raise OptionError("data", data, str(e)) from None
+    try:
+        config = EnvConfig.from_catalog(catalog, grouping=grouping, supplier_attempts=supplier_attempts)
+    except ValueError as e:
+        raise OptionError("supplier_attempts", supplier_attempts, str(e)) from None
+    env = Env(config, catalog)
+    try:
+        if not 1 <= days <= np.iinfo(np.int32).max:
+            raise ValueError(f"must be a positive int32, got {days}")
+        return env, env.check_params(env.default_params().replace(horizon=np.int32(days)))
+    except ValueError as e:
+        raise OptionError("days", days, str(e)) from None

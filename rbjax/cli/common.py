@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import argparse
 
-import numpy as np
-
 
 def fail(message: str) -> SystemExit:
     """A one-line error and exit status 1 (raise the result)."""
@@ -70,28 +68,14 @@ def add_env_flags(p: argparse.ArgumentParser, days: int = 180) -> None:
 
 
 def make_env(args):
-    """(Env, validated EnvParams with horizon = --days) from the flags."""
-    from rbjax.config import EnvConfig
-    from rbjax.data import CatalogError, load_catalog
-    from rbjax.env import Env
+    """(Env, validated EnvParams with horizon = --days) from the flags (``rbjax.env.make_env``)."""
+    from rbjax.env import OptionError
+    from rbjax.env import make_env as env_from_options
 
     try:
-        catalog = load_catalog(args.data)
-    except CatalogError as e:
-        raise fail(f"--data: {e}") from None
-    try:
-        config = EnvConfig.from_catalog(
-            catalog, grouping=args.grouping, supplier_attempts=args.supplier_attempts
-        )
-    except ValueError as e:
-        raise fail(f"--supplier-attempts {args.supplier_attempts}: {e}") from None
-    env = Env(config, catalog)
-    try:
-        if not 1 <= args.days <= np.iinfo(np.int32).max:
-            raise ValueError(f"must be a positive int32, got {args.days}")
-        return env, env.check_params(env.default_params().replace(horizon=np.int32(args.days)))
-    except ValueError as e:
-        raise fail(f"--days {args.days}: {e}") from None
+        return env_from_options(args.data, args.grouping, args.supplier_attempts, args.days)
+    except OptionError as e:
+        raise fail(e.as_flag()) from None
 
 
 def make_policy(args, env):

@@ -32,7 +32,6 @@ import dataclasses
 import json
 import os
 import re
-from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
@@ -169,25 +168,19 @@ def rebuild(run_dir: str, settings: dict, data: str | None = None, env=None, par
 
     path, notes = os.path.join(run_dir, "run.json"), []
     if env is None:
-        from rbjax.cli.common import make_env
+        from rbjax.env import OptionError, make_env
 
         missing = [k for k in ("grouping", "supplier_attempts") if k not in settings]
         if missing:
             raise ValueError(
                 f"{path}: no {' or '.join(missing)} in it (a run started from Python: pass env and params)"
             )
-        flags = SimpleNamespace(
-            data=data,
-            grouping=settings["grouping"],
-            supplier_attempts=settings["supplier_attempts"],
-            days=settings["days"],
-        )
-        cached = (data, flags.grouping, flags.supplier_attempts, flags.days)
+        cached = (data, settings["grouping"], settings["supplier_attempts"], settings["days"])
         if cached not in _ENVS:
             try:
-                _ENVS[cached] = make_env(flags)
-            except SystemExit as e:  # make_env's one-line errors
-                raise ValueError(str(e).removeprefix("rbjax: ")) from None
+                _ENVS[cached] = make_env(*cached)
+            except OptionError as e:
+                raise ValueError(e.as_flag()) from None
         env, params = _ENVS[cached]
     if params is None:
         params = env.default_params()
