@@ -20,7 +20,7 @@ import pandas as pd
 
 import rbjax
 from rbjax.agents.engine.batch import AgentEngine
-from rbjax.agents.runs.loop import run_policy_agents
+from rbjax.agents.runs.policy import run_policy_agents
 
 OUT = Path(__file__).parent / "out"
 

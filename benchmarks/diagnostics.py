@@ -21,7 +21,7 @@ from agent_tools import markdown_table
 
 import rbjax
 from rbjax.agents.analysis import diagnostics
-from rbjax.agents.runs.loop import run_policy_agents
+from rbjax.agents.runs.policy import run_policy_agents
 from rbjax.config import EnvConfig
 from rbjax.runners import paper
 

@@ -43,6 +43,15 @@ __all__ = [
 __version__ = "0.1.0"
 
 
+def _load_ppo(env, checkpoint, greedy):
+    from rbjax.rl.train import load_policy  # the RL layer (optax, flax.training) loads on first use
+
+    return load_policy(env, checkpoint, greedy)
+
+
+policies.registry.register_learned("ppo", _load_ppo)  # policies sit below rl: the root wires rl's loader in
+
+
 def setup(devices: int | None = None, cache: str | None = "default") -> None:
     """Set JAX up as the ``rbjax`` command does: a persistent compilation cache and, on a CPU, one device per core.
 

@@ -50,8 +50,9 @@ class EnvConfig:
                 f"EnvConfig.num_suppliers must be >= 2 (the diversity rule needs a best and a bad supplier), "
                 f"got {self.num_suppliers}"
             )
-        if self.supplier_attempts < 1:
-            raise ValueError(f"EnvConfig.supplier_attempts must be >= 1, got {self.supplier_attempts}")
+        from rbjax.checks import need_count  # checks imports this module
+
+        need_count("EnvConfig.supplier_attempts", self.supplier_attempts)
         if self.lot_slots < 1 or self.history_days < self.review_window:
             raise ValueError("EnvConfig: lot_slots must be >= 1 and history_days >= review_window")
 

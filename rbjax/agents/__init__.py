@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import importlib
 
+from rbjax.agents import old_paths
+
 # name -> (module, attribute): the layer's face
 FACE = {
     # engine
@@ -42,7 +44,7 @@ FACE = {
     "FRAMEWORKS": ("rbjax.agents.llm.frameworks", "FRAMEWORKS"),
     "Prompts": ("rbjax.agents.llm.prompts", "Prompts"),
     # runs
-    "run_policy_agents": ("rbjax.agents.runs.loop", "run_policy_agents"),
+    "run_policy_agents": ("rbjax.agents.runs.policy", "run_policy_agents"),
     "run_async": ("rbjax.agents.runs.loop", "run_async"),
     "DayAgent": ("rbjax.agents.runs.loop", "DayAgent"),
     "StorePaused": ("rbjax.agents.runs.loop", "StorePaused"),
@@ -52,14 +54,29 @@ FACE = {
     "open_slice": ("rbjax.agents.runs.slices", "open_slice"),
     "run_policy_slice": ("rbjax.agents.runs.slices", "run_policy_slice"),
     "AgentSlice": ("rbjax.agents.runs.slices", "AgentSlice"),
+    "open_from_states": ("rbjax.agents.runs.from_states", "open_from_states"),
+    "slice_settings": ("rbjax.agents.runs.from_states", "slice_settings"),
+    "open_slices_folder": ("rbjax.runners.slices_folder", "open_slices_folder"),
+    # run folders
+    "prepare_folder": ("rbjax.agents.runs.folder", "prepare_folder"),
+    "write_run_json": ("rbjax.agents.runs.folder", "write_run_json"),
+    "policy_run_settings": ("rbjax.agents.runs.folder", "policy_run_settings"),
+    "read_run_json": ("rbjax.agents.runs.folder", "read_run_json"),
+    "read_settings": ("rbjax.agents.runs.folder", "read_settings"),
+    "read_traces": ("rbjax.agents.runs.folder", "read_traces"),
+    "load_records": ("rbjax.agents.runs.folder", "load_records"),
     # analysis
     "diagnose": ("rbjax.agents.analysis.diagnostics", "diagnose"),
     "replay_run": ("rbjax.agents.analysis.replay", "replay"),
     "ReplayResult": ("rbjax.agents.analysis.replay", "ReplayResult"),
-    "rescore_run": ("rbjax.agents.analysis.replay", "rescore"),
+    "rescore_run": ("rbjax.agents.analysis.rescore", "rescore"),
+    "diagnose_folder": ("rbjax.agents.analysis.run_diagnosis", "diagnose_folder"),
 }
 LAYERS = ("formats", "engine", "sandbox", "tools", "llm", "runs", "analysis")
 __all__ = sorted(FACE)
+
+
+old_paths.install()
 
 
 def __getattr__(name: str):

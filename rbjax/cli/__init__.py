@@ -19,6 +19,7 @@ import argparse
 import contextlib
 import os
 
+from rbjax.checks import need_count
 from rbjax.cli import agents, bench, run, sweep, train
 from rbjax.cli.common import add_env_flags, add_global_options, command, fail
 
@@ -207,8 +208,8 @@ def main(argv=None) -> None:
     ap = parser()
     args = ap.parse_args(argv)
     for name in POSITIVE:
-        if getattr(args, name, None) is not None and getattr(args, name) < 1:
-            ap.error(f"--{name.replace('_', '-')} must be >= 1, got {getattr(args, name)}")
+        if getattr(args, name, None) is not None:
+            need_count(f"--{name.replace('_', '-')}", getattr(args, name), error=ap.error)
     for name in NONNEGATIVE:
         if getattr(args, name, None) is not None and getattr(args, name) < 0:
             ap.error(f"--{name} must be >= 0 (0: none), got {getattr(args, name)}")

@@ -132,8 +132,7 @@ def report(args, table, net_worth_paths, alive=None, survival_png: str | None = 
     """
     from rbjax.runners import metrics, paper
 
-    label = "oracle" if args.policy == "oracle" else paper.BEST_LLM
-    reference = paper.ORACLE if args.policy == "oracle" else paper.LLM_ROWS[paper.BEST_LLM]
+    label, reference = paper.reference_row(f"policy:{args.policy}", "policy")
     print(metrics.format_compare(metrics.compare(table, reference, label=label, days=args.days)))
     if alive is None:
         alive = metrics.alive_by_day(table["survival_days"], net_worth_paths.shape[1] - 1)

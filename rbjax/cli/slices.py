@@ -3,23 +3,15 @@ run; ``rbjax run ... --from-states DIR --days N`` continues every store of them 
 policy (the oracle by default) from the same state with the same keys, and reports the paired differences.
 
 A slices folder holds ``day_{D:03d}.npz`` (``rbjax.runners.snapshots``: every store after D days, with the
-run's params) and ``slices.json`` (the run that made them: policy, checkpoint, seed, stores, days, every,
-grouping, supplier attempts, and the files by day).
+run's params) and ``slices.json`` (the run that made them): ``rbjax.runners.slices_folder`` reads and writes it.
 """
 
 from __future__ import annotations
 
-import json
 import os
-import re
 
 from rbjax.cli.common import fail
-
-SLICES = "slices.json"
-
-
-def snapshot_name(day: int) -> str:
-    return f"day_{day:03d}.npz"
+from rbjax.runners.slices_folder import slice_files, snapshot_name, write_manifest
 
 
 def check_save_states(args, env) -> None:
@@ -76,82 +68,22 @@ def run_saving_states(args, env, params, policy, policy_params, keys, records: s
             name = snapshot_name(day)
             snapshots.save(os.path.join(args.save_states, name), env, state, keys, day, params=params)
             files[day] = name
-    manifest = {
-        "policy": args.policy,
-        "checkpoint": os.path.abspath(args.checkpoint) if getattr(args, "checkpoint", None) else None,
-        "greedy": bool(getattr(args, "greedy", False)),
-        "seed": args.seed,
-        "stores": args.stores,
-        "days": args.days,
-        "every": args.every,
-        "grouping": args.grouping,
-        "supplier_attempts": args.supplier_attempts,
-        "data": args.data,
-        "files": {str(d): f for d, f in files.items()},
-    }
-    from rbjax.runners.record_files import atomic_file
-
-    with atomic_file(os.path.join(args.save_states, SLICES)) as f:
-        json.dump(manifest, f, indent=1)
+    write_manifest(
+        args.save_states,
+        policy=args.policy,
+        checkpoint=getattr(args, "checkpoint", None),
+        greedy=getattr(args, "greedy", False),
+        seed=args.seed,
+        stores=args.stores,
+        days=args.days,
+        every=args.every,
+        grouping=args.grouping,
+        supplier_attempts=args.supplier_attempts,
+        data=args.data,
+        files=files,
+    )
     print(f"wrote {len(files)} snapshots (days {', '.join(map(str, files))}) in {args.save_states}")
     return jax.tree.map(lambda *x: np.concatenate(x, axis=1), *parts)
-
-
-def read_manifest(folder: str) -> dict:
-    """``slices.json`` of a slices folder (read from anyone: data, every field the agents read checked);
-    ValueError (one line) naming the file and the field."""
-    from rbjax.policies import NAMES
-    from rbjax.runners.untrusted import DAYS_MAX, MAX_STORES, bad, is_int, read_json
-
-    path = os.path.join(folder, SLICES)
-    manifest = read_json(path, "slices manifest")
-    if not isinstance(manifest, dict):
-        raise ValueError(f"{path}: not a readable slices manifest (not a JSON object)")
-    required = ("policy", "grouping", "supplier_attempts", "seed")
-    checks = {
-        "policy": (lambda v: v in NAMES, f"a policy name ({', '.join(NAMES)})"),
-        "grouping": (lambda v: v in ("20", "ref19"), "'20' or 'ref19'"),
-        "supplier_attempts": (lambda v: is_int(v) and 1 <= v <= 10_000, "an int in 1..10,000"),
-        "seed": (lambda v: is_int(v) and 0 <= v < 2**32, "an int in 0..2**32 - 1"),
-        "checkpoint": (lambda v: v is None or isinstance(v, str), "a path or null"),
-        "greedy": (lambda v: isinstance(v, bool), "true or false"),
-        "stores": (lambda v: is_int(v) and 1 <= v <= MAX_STORES, f"an int in 1..{MAX_STORES:,}"),
-        "days": (lambda v: is_int(v) and 1 <= v <= DAYS_MAX, f"an int in 1..{DAYS_MAX:,}"),
-        "every": (lambda v: is_int(v) and 1 <= v <= DAYS_MAX, f"an int in 1..{DAYS_MAX:,}"),
-        "data": (lambda v: v is None or isinstance(v, str), "a path or null"),
-        "files": (lambda v: isinstance(v, dict), "a JSON object"),
-    }
-    for name, (ok, want) in checks.items():
-        if name in required and name not in manifest:
-            raise ValueError(f"{path}: field {name!r} is missing")
-        if name in manifest and not ok(manifest[name]):
-            raise bad(path, name, want, manifest[name])
-    return manifest
-
-
-def slice_files(folder: str, at: str | None) -> list[tuple[int, str]]:
-    """[(day, path)] of the snapshots in ``folder`` (all, or the days of --at), by day; one-line errors."""
-    if not os.path.isdir(folder):
-        raise fail(f"--from-states {folder}: not a folder")
-    found = {}
-    for name in os.listdir(folder):
-        m = re.fullmatch(r"day_(\d+)\.npz", name)
-        if m:
-            found[int(m.group(1))] = os.path.join(folder, name)
-    if not found:
-        raise fail(f"--from-states {folder}: no snapshots (day_DDD.npz, written by --save-states)")
-    if at:
-        try:
-            days = [int(x) for x in at.split(",") if x.strip()]
-        except ValueError:
-            raise fail(f"--at {at}: expected comma-separated days") from None
-        missing = [d for d in days if d not in found]
-        if missing:
-            raise fail(
-                f"--at: no snapshot of day {missing[0]} in {folder} (it has days {', '.join(map(str, sorted(found)))})"
-            )
-        found = {d: found[d] for d in days}
-    return sorted(found.items())
 
 
 def main_from_states(args, env) -> None:
@@ -164,7 +96,10 @@ def main_from_states(args, env) -> None:
     from rbjax.runners import paired, snapshots
     from rbjax.runners.record_files import atomic_file
 
-    files = slice_files(args.from_states, args.at)
+    try:
+        files = slice_files(args.from_states, args.at)
+    except ValueError as e:
+        raise fail(str(e)) from None
     policy, policy_params = make_policy(args, env)
     try:
         reference, reference_params = policies.make(args.reference, env)

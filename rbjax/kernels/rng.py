@@ -32,6 +32,15 @@ def _mix(x: jax.Array) -> jax.Array:
     return x ^ (x >> 16)
 
 
+def day_keys(key: jax.Array, day) -> jax.Array:
+    """A day's keys: ``split(fold_in(key, day))``, [2] = (the policy's key, the step's key).
+
+    key: [] one store's run key (the second half of ``split(episode key)``); day: [] integer, the rollout day
+    (0 = the opening day). Every runner derives a store's day from these two keys (``rollout``, ``paired``,
+    the agents' engine), so a store's day depends on its key and the day alone."""
+    return jax.random.split(jax.random.fold_in(key, day))
+
+
 def seed_words(key: jax.Array) -> jax.Array:
     """The two uint32 words [2] that seed a key's counter stream (``bits``, ``bits_at``)."""
     return jax.random.bits(key, (2,), jnp.uint32)

@@ -1,7 +1,8 @@
 """One registry of the shipped policies, used by the CLI, the profiler, the benchmarks and the tests.
 
 A policy is a pure ``policy(policy_params, obs, privileged, key) -> Action``; ``make(name)`` returns it
-with its default params. ``ppo`` is the learned baseline: its params come from a checkpoint folder.
+with its default params. ``ppo`` is the learned baseline: its params come from a checkpoint folder, read by
+the loader ``rbjax.rl`` provides (``register_learned``: the RL layer sits above this one).
 """
 
 from __future__ import annotations
@@ -41,8 +42,20 @@ POLICIES: dict[str, PolicySpec] = {
     "random": PolicySpec(random_policy, RandomParams.default, "random orders and small price moves"),
     "null": PolicySpec(null_policy, lambda: None, "does nothing"),
 }
-LEARNED = ("ppo",)
+LEARNED = ("ppo",)  # policies whose params come from a checkpoint folder, loaded by a layer above this one
 NAMES = tuple(POLICIES) + LEARNED
+
+# name -> loader(env, checkpoint, greedy) -> (policy function, its params): filled from above (the package's root
+# registers ``rbjax.rl``'s ppo loader), so this layer never imports the layers that depend on it
+_LOADERS: dict[str, Callable[..., tuple[Callable, Any]]] = {}
+
+
+def register_learned(name: str, loader: Callable[..., tuple[Callable, Any]]) -> None:
+    """Load the learned policy ``name`` (one of ``LEARNED``) with ``loader(env, checkpoint, greedy)`` ->
+    (policy function, its params); ``make`` checks the checkpoint and env are given and calls it."""
+    if name not in LEARNED:
+        raise ValueError(f"register_learned: {name!r} is not a learned policy name ({', '.join(LEARNED)})")
+    _LOADERS[name] = loader
 
 
 def make(name: str, env=None, checkpoint: str | None = None, greedy: bool = False) -> tuple[Callable, Any]:
@@ -53,21 +66,12 @@ def make(name: str, env=None, checkpoint: str | None = None, greedy: bool = Fals
     """
     if name in POLICIES:
         return POLICIES[name].fn, POLICIES[name].default_params()
-    if name != "ppo":
+    if name not in LEARNED:
         raise ValueError(f"unknown policy {name!r}; known: {', '.join(NAMES)}")
     if not checkpoint:
-        raise ValueError("policy 'ppo' needs a checkpoint folder (written by `rbjax train ppo`)")
+        raise ValueError(f"policy {name!r} needs a checkpoint folder (written by `rbjax train {name}`)")
     if env is None:
-        raise ValueError("policy 'ppo' needs the env it acts in")
-    import numpy as np
-
-    from rbjax.rl import ppo
-    from rbjax.rl.train import load
-
-    try:
-        params, config = load(checkpoint, env)
-    except FileNotFoundError as e:
-        raise ValueError(str(e)) from None
-    return ppo.make_policy(env.config.num_suppliers, config.hidden, config.supplier_prior), params.replace(
-        greedy=np.bool_(greedy)
-    )
+        raise ValueError(f"policy {name!r} needs the env it acts in")
+    if name not in _LOADERS:
+        raise ValueError(f"policy {name!r}: no loader registered (import rbjax)")
+    return _LOADERS[name](env, checkpoint, greedy)

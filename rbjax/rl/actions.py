@@ -65,6 +65,7 @@ class Choice:
 
 
 def _categorical_logp(logits, idx):
+    """[...] log-probability of index ``idx`` [...] under softmax(logits [..., n])."""
     # picked by a one-hot sum, not a gather: a gather's gradient is a scatter, which XLA:CPU runs element by
     # element (the same bits either way: one term and zeros, added in index order)
     logp = jax.nn.log_softmax(logits)
@@ -72,6 +73,7 @@ def _categorical_logp(logits, idx):
 
 
 def _categorical_entropy(logits):
+    """[...] entropy of softmax(logits [..., n])."""
     logp = jax.nn.log_softmax(logits)
     return -jnp.sum(jnp.exp(logp) * logp, -1)
 
@@ -88,6 +90,8 @@ def categorical(key: jax.Array, logits: jax.Array) -> jax.Array:
 
 
 def sample(key: jax.Array, heads: Heads) -> Choice:
+    """One store's ``Choice`` (each field [J]) drawn from its ``Heads``: three categoricals and the
+    Gaussian shelf score."""
     k_p, k_o, k_s, k_shelf = jax.random.split(key, 4)
     noise = rng.normal(k_shelf, heads.shelf_mean.shape, heads.shelf_mean.dtype)
     return Choice(
@@ -99,7 +103,7 @@ def sample(key: jax.Array, heads: Heads) -> Choice:
 
 
 def mode(heads: Heads) -> Choice:
-    """The most likely choice (greedy evaluation)."""
+    """The most likely ``Choice`` (each field [J]) of one store's ``Heads`` (greedy evaluation)."""
     return Choice(
         price=jnp.argmax(heads.price, -1).astype(jnp.int32),
         order=jnp.argmax(heads.order, -1).astype(jnp.int32),
@@ -160,7 +164,8 @@ def order_budget(funds: jax.Array) -> jax.Array:
 
 
 def decode(choice: Choice, obs: Observation) -> Action:
-    """A valid ``Action`` from one store's ``choice`` and observation."""
+    """A valid ``Action`` (price, shelf, set_price [J]; order [J, K]) from one store's ``choice`` (each
+    field [J]) and observation."""
     f = obs.prices.dtype
     cheapest = obs.quote_price.min(-1)
     best, _, has_record = price_and_demand(

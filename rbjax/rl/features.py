@@ -19,6 +19,7 @@ HORIZON = 180.0  # day scale of the global day feature
 
 
 def symlog(x: jax.Array) -> jax.Array:
+    """sign(x) log(1 + |x|), elementwise (any shape)."""
     return jnp.sign(x) * jnp.log1p(jnp.abs(x))
 
 

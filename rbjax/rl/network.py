@@ -25,10 +25,12 @@ SHELF_PRIOR = 1.0
 
 
 def _init(scale: float):
+    """The weight initialiser of every layer: orthogonal with gain ``scale``."""
     return nn.initializers.orthogonal(scale)
 
 
 def _dense(n: int, name: str, scale: float = np.sqrt(2.0)):
+    """A dense layer [..., a] -> [..., n] (orthogonal weights, zero bias) named ``name``."""
     return nn.Dense(n, kernel_init=_init(scale), bias_init=nn.initializers.zeros, name=name)
 
 
@@ -46,6 +48,7 @@ class RowsAndStore(nn.Module):
 
     @nn.compact
     def __call__(self, rows: jax.Array, store: jax.Array) -> jax.Array:
+        """rows [J, a], store [b] -> [J, features]."""
         a = rows.shape[-1]
         kernel = self.param("kernel", _init(self.scale), (a + store.shape[-1], self.features), rows.dtype)
         bias = self.param("bias", nn.initializers.zeros, (self.features,), rows.dtype)
@@ -60,6 +63,7 @@ class ActorCritic(nn.Module):
 
     @nn.compact
     def __call__(self, products: jax.Array, glob: jax.Array) -> tuple[Heads, jax.Array]:
+        """products [J, F], glob [G] -> (Heads with [J, ...] logits, values [J])."""
         H = self.hidden
         h = nn.tanh(RowsAndStore(H, name="Dense_0")(products, glob))
         h = nn.tanh(_dense(H, "Dense_1")(h))

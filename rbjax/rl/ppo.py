@@ -28,6 +28,7 @@ import optax
 from flax import struct
 from flax.training.train_state import TrainState
 
+from rbjax.checks import need_count
 from rbjax.env import Env
 from rbjax.params import EnvParams
 from rbjax.rl import actions as A
@@ -59,9 +60,9 @@ class PPOConfig:
     supplier_prior: float = 10.0  # scale of ``actions.supplier_score`` added to the supplier logits (0: none)
 
     def __post_init__(self):
+        """Refuse settings PPO cannot run with (ValueError naming the field)."""
         for name in ("num_envs", "num_steps", "total_steps", "epochs", "minibatches", "hidden", "pool_every"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"PPOConfig.{name} must be >= 1, got {getattr(self, name)}")
+            need_count(f"PPOConfig.{name}", getattr(self, name))
         for name in (
             "lr",
             "gamma",
@@ -92,6 +93,7 @@ class PPOConfig:
 
     @property
     def num_updates(self) -> int:
+        """Updates in the run: ``total_steps // (num_envs x num_steps)`` (the remainder is not played)."""
         return self.total_steps // (self.num_envs * self.num_steps)
 
 
@@ -107,6 +109,8 @@ class PPOPolicyParams:
 
 @struct.dataclass
 class Runner:
+    """The training loop's carry: optimiser state, statistics, the B stores in play and their pool."""
+
     train: TrainState
     obs_products: RunningStats
     obs_globals: RunningStats
@@ -120,6 +124,8 @@ class Runner:
 
 @struct.dataclass
 class Transition:
+    """One day of B stores as PPO learns from it (``collect`` stacks T of them: [T, B, ...])."""
+
     products: jax.Array  # [B, J, F] normalised
     globals_: jax.Array  # [B, G]
     supplier_prior: jax.Array  # [B, J, K] added to the supplier logits
@@ -131,6 +137,7 @@ class Transition:
 
 
 def network(num_suppliers: int, hidden: int) -> ActorCritic:
+    """The policy's ``ActorCritic``: (products [J, F], glob [G]) -> (Heads, values [J])."""
     return ActorCritic(num_suppliers=num_suppliers, hidden=hidden)
 
 
@@ -142,7 +149,8 @@ def forward(net: ActorCritic, params, products, glob, prior) -> tuple[A.Heads, j
 
 
 def policy_heads(net: ActorCritic, params: PPOPolicyParams, obs, supplier_prior: float) -> A.Heads:
-    """One store's ``Heads`` as a trained policy acts on ``obs`` (its observation statistics, its prior)."""
+    """One store's ``Heads`` ([J, ...] logits) as a trained policy acts on ``obs`` (one store's
+    ``Observation``; its observation statistics, its prior)."""
     products, glob = encode(obs)
     prior = supplier_prior * A.supplier_score(obs)
     return forward(
@@ -157,6 +165,8 @@ def make_policy(num_suppliers: int, hidden: int, supplier_prior: float) -> Calla
     net = network(num_suppliers, hidden)
 
     def ppo_policy(params: PPOPolicyParams, obs, privileged, key):
+        """One store's ``Action`` (price, shelf [J], order [J, K]): a sample, or the mode when
+        ``params.greedy``; ``privileged`` is not read."""
         heads = policy_heads(net, params, obs, supplier_prior)
         sampled, best = A.sample(key, heads), A.mode(heads)
         choice = jax.tree.map(lambda s, b: jnp.where(params.greedy, b, s), sampled, best)
@@ -166,6 +176,7 @@ def make_policy(num_suppliers: int, hidden: int, supplier_prior: float) -> Calla
 
 
 def init_params(env: Env, config: PPOConfig, key: jax.Array):
+    """Fresh network weights (flax params) for ``env``'s shapes: rows [J, F], global row [G]."""
     F, G = feature_sizes(env.config.num_suppliers)
     J = env.config.num_products
     return network(env.config.num_suppliers, config.hidden).init(key, jnp.zeros((J, F)), jnp.zeros(G))
@@ -188,7 +199,8 @@ class Parts:
     """The pieces of one PPO update, each a pure function (``make_parts``); ``make_train`` composes them and
     ``benchmarks/ppo_speed.py`` times them one by one.
 
-    collect(runner, pool, env_params) -> (runner, (Transition [T, B], stats [T, B])): T days of B stores.
+    collect(runner, pool, env_params) -> (runner, (Transition [T, B], stats)): T days of B stores; stats:
+    dict of [T, B] arrays (nonfinite: [T]).
     learn(runner, traj) -> (runner, aux [epochs, M]): GAE, then ``epochs`` passes of M minibatches.
     reset(keys [B], env_params) -> (Observation [B], EnvState [B]): fresh stores (the pool's refill).
     """
@@ -209,6 +221,12 @@ def make_parts(env: Env, config: PPOConfig) -> Parts:
     batch_forward = jax.vmap(functools.partial(forward, net), in_axes=(None, 0, 0, 0))
 
     def env_step(runner: Runner, pool, env_params):
+        """One day of the B stores: encode and normalise, act, step, split the reward over products.
+
+        pool: (Observation [B], EnvState [B]), where an ended store restarts. Returns (runner, (Transition
+        [B], stats)): stats ended, survived, final_net_worth, reward, invalid [B] and nonfinite [] (the
+        non-finite inputs zeroed today).
+        """
         key, k_act, k_env = jax.random.split(runner.key, 3)
         raw_products, raw_glob = jax.vmap(encode)(runner.obs)
         bad_obs = jnp.sum(~jnp.isfinite(raw_products)) + jnp.sum(~jnp.isfinite(raw_glob))
@@ -262,7 +280,11 @@ def make_parts(env: Env, config: PPOConfig) -> Parts:
         )
 
     def gae(traj: Transition, last_value):
+        """traj: Transition [T, B]; last_value [B, J] (after the last day) -> (advantages, value targets),
+        each [T, B, J], per product."""
+
         def back(carry, t):
+            """One day back: carry (advantage, next value) [B, J] each, t: Transition [B]."""
             adv, next_value = carry
             live = 1.0 - t.done[:, None]
             delta = t.reward + config.gamma * next_value * live - t.value
@@ -273,6 +295,8 @@ def make_parts(env: Env, config: PPOConfig) -> Parts:
         return adv, adv + traj.value
 
     def loss_fn(params, batch: Transition, adv, target):
+        """PPO's clipped loss on a minibatch: batch Transition [N] (N = T x B / M store-days), adv and
+        target [N, J]. Returns (total [], dict of [] parts: policy_loss, value_loss, entropy, clip_frac)."""
         heads, value = batch_forward(params, batch.products, batch.globals_, batch.supplier_prior)
         logp = jax.vmap(A.log_prob)(heads, batch.choice)
         ratio = jnp.exp(jnp.clip(logp - batch.logp, -20.0, 20.0))  # [N, J] per product
@@ -290,12 +314,16 @@ def make_parts(env: Env, config: PPOConfig) -> Parts:
         )
 
     def epoch(carry, data):
-        """One pass over the update's data in M minibatches of whole stores."""
+        """One pass over the update's data in M minibatches of whole stores.
+
+        carry: (TrainState, key); data: (Transition [T, B], adv [T, B, J], target [T, B, J]). Returns the
+        new carry and the loss parts, dict of [M]."""
         train, key = carry
         key, k_perm = jax.random.split(key)
         stores = jax.random.permutation(k_perm, B).reshape(M, B // M)  # each minibatch's stores
 
         def minibatch(train, picked):
+            """One gradient step on the stores ``picked`` [B / M] (all T days of each)."""
             # [T, B, ...] -> [T * B / M, ...], gathered here one minibatch at a time: shuffling a copy of the
             # whole update's data and then slicing the minibatches out of it moved every byte twice
             mb = jax.tree.map(lambda x: jnp.take(x, picked, axis=1).reshape((-1,) + x.shape[2:]), data)
@@ -306,9 +334,12 @@ def make_parts(env: Env, config: PPOConfig) -> Parts:
         return (train, key), aux
 
     def collect(runner: Runner, pool, env_params):
+        """T days of ``env_step`` (see ``Parts``): (runner, (Transition [T, B], stats: dict of [T, B]))."""
         return jax.lax.scan(lambda r, _: env_step(r, pool, env_params), runner.replace(pool=pool), None, T)
 
     def learn(runner: Runner, traj: Transition):
+        """GAE on ``traj`` (Transition [T, B]), then ``epochs`` epochs: (runner, loss parts: dict of
+        [epochs, M])."""
         products, glob = jax.vmap(encode)(runner.obs)
         _, last_value = jax.vmap(net.apply, in_axes=(None, 0, 0))(  # the values only: no prior needed
             runner.train.params, runner.obs_products.normalize(products), runner.obs_globals.normalize(glob)
@@ -328,6 +359,7 @@ def optimizer(config: PPOConfig) -> optax.GradientTransformation:
     is not finite is skipped (and counted)."""
 
     def lr(count):
+        """[] learning rate at optimiser step ``count`` (epochs x minibatches steps an update)."""
         frac = 1.0 - (count // (config.minibatches * config.epochs)) / config.num_updates
         return config.lr * frac if config.anneal_lr else config.lr
 
@@ -370,6 +402,8 @@ def make_train(env: Env, config: PPOConfig, progress: Callable | None = None):
     parts = make_parts(env, config)
 
     def update(runner: Runner, index, env_params):
+        """Update ``index`` ([] int32): refill the pool every ``pool_every`` updates, collect, learn.
+        Returns (runner, metrics: dict of [] scalars over the update's T x B store-days)."""
         key, k_pool = jax.random.split(runner.key)
         pool = jax.lax.cond(
             (index % config.pool_every == 0) & (index > 0),
@@ -393,10 +427,12 @@ def make_train(env: Env, config: PPOConfig, progress: Callable | None = None):
         return runner, metrics
 
     def train(key: jax.Array, env_params: EnvParams, init: PPOPolicyParams | None = None):
+        """The whole run: (Runner, metrics: dict of [num_updates] arrays)."""
         init = initial_policy(env, config, key) if init is None else init
         runner = initial_runner(env, config, key, env_params, init)
 
         def update_and_report(runner, i):
+            """``update`` i ([] int32), then ``progress`` on the host when given."""
             runner, metrics = update(runner, i, env_params)
             if progress is not None:
                 jax.debug.callback(progress, i, metrics)
@@ -421,10 +457,12 @@ class ProgressLog:
     """Host-side progress callback: prints a line every ``every`` updates and keeps wall times."""
 
     def __init__(self, config: PPOConfig, every: int = 1, printer=print):
+        """``printer``: where the lines go; the clock starts now (``train_ppo`` restarts it after compiling)."""
         self.config, self.every, self.printer = config, max(1, every), printer
         self.start, self.times = time.perf_counter(), []
 
     def __call__(self, i, metrics):
+        """Update ``i`` ([] int) ended with ``metrics`` (dict of [] arrays): keep its time, maybe print."""
         i = int(i)
         self.times.append(time.perf_counter() - self.start)
         if (i + 1) % self.every == 0 or i + 1 == self.config.num_updates:

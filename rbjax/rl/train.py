@@ -29,6 +29,8 @@ FILES = ("config.json", "policy.msgpack")
 
 @dataclasses.dataclass
 class TrainResult:
+    """What ``train_ppo`` returns: the trained policy, its learning curve and the timings."""
+
     policy_params: ppo.PPOPolicyParams
     curve: pd.DataFrame  # one row per update
     config: ppo.PPOConfig
@@ -37,6 +39,7 @@ class TrainResult:
 
     @property
     def store_days_per_s(self) -> float:
+        """Store-days simulated and learned from per second of training (compilation excluded)."""
         return self.config.num_updates * self.config.num_envs * self.config.num_steps / self.train_s
 
 
@@ -127,6 +130,7 @@ def _check_finite(result: TrainResult) -> None:
 
 
 def save(out: str | Path, policy_params: ppo.PPOPolicyParams, config: ppo.PPOConfig, env: Env) -> None:
+    """Write ``config.json`` (the PPOConfig and the env's shapes) and ``policy.msgpack`` into ``out``."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     meta = dict(
@@ -187,3 +191,17 @@ def load(path: str | Path, env: Env) -> tuple[ppo.PPOPolicyParams, ppo.PPOConfig
         if np.asarray(got).dtype.kind == "f" and not np.isfinite(np.asarray(got)).all():
             raise ValueError(f"{weights_file}: {name} holds non-finite values (a diverged training run?)")
     return params, config
+
+
+def load_policy(env: Env, checkpoint: str | Path, greedy: bool = False):
+    """The trained policy in a checkpoint folder (``save``) as the registry gives it (``rbjax.policies.make("ppo",
+    env, checkpoint)``): (the rollout policy ``ppo.make_policy(...)``, its ``PPOPolicyParams``); ``greedy``: its
+    most likely action instead of a sample. A missing file or a checkpoint that does not fit ``env``: ValueError.
+    """
+    try:
+        params, config = load(checkpoint, env)
+    except FileNotFoundError as e:
+        raise ValueError(str(e)) from None
+    return ppo.make_policy(env.config.num_suppliers, config.hidden, config.supplier_prior), params.replace(
+        greedy=np.bool_(greedy)
+    )

@@ -43,6 +43,7 @@ DIAGNOSTICS = (
 
 
 def _ratio(num, den):
+    """num / den as float64, elementwise over two arrays of one shape (e.g. [B]); NaN where den <= 0."""
     num, den = np.asarray(num, np.float64), np.asarray(den, np.float64)
     return np.divide(num, den, out=np.full(num.shape, np.nan), where=den > 0)
 
@@ -155,15 +156,17 @@ def compare(
 
 
 def non_finite_stores(table: pd.DataFrame) -> np.ndarray:
-    """Indices of the stores whose net worth or counts are not finite: a corrupted run, never a valid result
-    (``compare`` keeps them in ``attrs["broken"]`` and ``format_compare`` prints them as a failure)."""
+    """[n] int indices of the rows (stores) of ``table`` whose net worth or counts are not finite: a
+    corrupted run, never a valid result (``compare`` keeps them in ``attrs["broken"]`` and
+    ``format_compare`` prints them as a failure)."""
     cols = ["final_net_worth", "survival_days", "total_sales", "stockout_days"]
     bad = ~np.isfinite(table[cols].to_numpy(np.float64)).all(1)
     return np.flatnonzero(bad)
 
 
 def broken_line(broken, stores: int) -> str:
-    """The failure line of a run with corrupted stores (``non_finite_stores``)."""
+    """The failure line of a run with corrupted stores: ``broken`` [n] their indices (``non_finite_stores``),
+    ``stores`` how many the run had."""
     shown = ", ".join(map(str, list(broken)[:8])) + (", ..." if len(broken) > 8 else "")
     return (
         f"FAILED: {len(broken):,} of {stores:,} stores ended with a non-finite net worth or count (stores "
@@ -242,7 +245,9 @@ def format_compare(cmp: pd.DataFrame) -> str:
 
 
 def net_worth_paths(records: DaySummary | DayInfo, initial_funds: float = 30_000.0) -> np.ndarray:
-    """[B, days + 1] net worth per store from the opening (day 0) on; after termination it stays constant."""
+    """[B, days + 1] net worth per store from the opening (day 0) on; after termination it stays constant.
+
+    records: DaySummary [B, days] or DayInfo [B, days, J] (``net_worth`` is [B, days] in both)."""
     r = jax.tree.map(np.asarray, records)
     nw = np.asarray(r.net_worth, np.float64)
     return np.concatenate([np.full((nw.shape[0], 1), initial_funds), nw], axis=1)

@@ -21,10 +21,10 @@ import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 
+from rbjax.checks import is_whole, need_count
 from rbjax.env import Env
-from rbjax.runners import stats
-from rbjax.runners.records import summarize as summarize_day
-from rbjax.runners.rollout import Policy, observer
+from rbjax.runners import programs, stats
+from rbjax.runners.rollout import Policy, observer, scan_days
 from rbjax.runners.snapshots import Snapshot, rollout_from
 from rbjax.state import Action, EnvState
 
@@ -54,31 +54,37 @@ def decision_gaps(action: Action, reference: Action, state: EnvState) -> jax.Arr
     return jnp.stack([price.sum(), shelf.sum(), order.sum()]).astype(jnp.int32)
 
 
-_CACHE: dict = {}
-
-
 def _gap_program(env: Env, policy: Policy, reference: Policy):
-    """jitted [B] scan: ``policy`` plays the days (records as ``rollout``'s summary, bit for bit), and each
-    morning ``reference`` is asked too, with the same key; returns (final state, (DaySummary, gaps [days, 3]))."""
-    spec = (id(env), policy, reference)
-    if spec not in _CACHE:
+    """jitted [B] scan: ``policy`` plays the days (records as ``rollout``'s summary, bit for bit: the same
+    ``scan_days``), and each morning ``reference`` is asked too, with the same key; returns (final state,
+    (DaySummary, gaps [days, 3])). Cached per (env, policy, reference) (``programs.cached``)."""
 
+    def build():
         def one(pp, rp, ep, obs, state, key, first_day, days):
-            def body(carry, day):
-                obs, state = carry
-                k_pol, k_env = jax.random.split(jax.random.fold_in(key, day))
-                priv = env.privileged(state, ep)
-                action = policy(pp, obs, priv, k_pol)
-                gaps = decision_gaps(action, reference(rp, obs, priv, k_pol), state)
-                gaps = jnp.where(state.done, 0, gaps)
-                obs, state, _, _, _, info = env.step(k_env, state, action, ep)
-                return (obs, state), (summarize_day(info), gaps)
+            def gaps(obs, privileged, state, action, k_pol):
+                g = decision_gaps(action, reference(rp, obs, privileged, k_pol), state)
+                return jnp.where(state.done, 0, g)
 
-            return jax.lax.scan(body, (obs, state), first_day + jnp.arange(days, dtype=jnp.int32))
+            return scan_days(env, policy, pp, ep, obs, state, key, first_day, days, watch=gaps)
 
         fn = jax.vmap(one, in_axes=(None, None, None, 0, 0, 0, None, None))
-        _CACHE[spec] = (env, jax.jit(fn, static_argnums=(7,)))
-    return _CACHE[spec][1]
+        return jax.jit(fn, static_argnums=(7,))
+
+    return programs.cached("paired.gaps", build, env, (policy, reference))
+
+
+def check_slice_days(day: int, days, horizon: int, flag: str | None = None) -> None:
+    """The rule of every slice: it runs ``days`` >= 1 whole days from rollout day ``day`` and ends by the stores'
+    ``horizon`` (``day + days <= horizon``). day, horizon: ints (rollout days); days: the slice's length as
+    given. Raises ValueError otherwise: ``a slice of DAYS days from day DAY runs past the stores' horizon
+    (HORIZON days): at most N days from this snapshot``; with ``flag`` (the command-line flag that gave
+    ``days``, e.g. "--days"): ``FLAG DAYS: a slice from day DAY runs past ...``."""
+    if not is_whole(days) or days < 1 or day + days > horizon:
+        what = f"{flag} {days}: a slice from day {day}" if flag else f"a slice of {days} days from day {day}"
+        raise ValueError(
+            f"{what} runs past the stores' horizon ({horizon} days): "
+            f"at most {max(horizon - day, 0)} days from this snapshot"
+        )
 
 
 def compare(
@@ -106,15 +112,9 @@ def compare(
         raise ValueError(f"compare takes a Snapshot, got {type(snapshot).__name__}")
     params = snapshot.env_params(env)
     horizon = int(np.max(np.asarray(params.horizon)))
-    if isinstance(days, bool) or int(days) != days or days < 1:
-        raise ValueError(f"days must be an int >= 1, got {days!r}")
-    if snapshot.day + days > horizon:
-        raise ValueError(
-            f"a slice of {days} days from day {snapshot.day} runs past the stores' horizon ({horizon} days): "
-            f"at most {max(horizon - snapshot.day, 0)} days from this snapshot"
-        )
-    if store_chunk < 1:
-        raise ValueError(f"store_chunk must be >= 1, got {store_chunk}")
+    need_count("days", days, whole=True)
+    check_slice_days(snapshot.day, days, horizon)
+    need_count("store_chunk", store_chunk)
     open_at_start = ~np.asarray(snapshot.state.done, bool)
     index = np.flatnonzero(open_at_start)
     if not len(index):

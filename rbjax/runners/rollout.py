@@ -20,9 +20,11 @@ from jax.experimental import multihost_utils
 from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from rbjax.checks import check_policy_params, is_concrete
+from rbjax.checks import check_policy_params, is_concrete, need_count
 from rbjax.env import Env
+from rbjax.kernels.rng import day_keys
 from rbjax.params import EnvParams
+from rbjax.runners import programs
 from rbjax.runners.records import summarize
 from rbjax.state import Action
 
@@ -30,16 +32,47 @@ Policy = Callable[..., Action]
 STORES = "stores"  # the mesh axis the batch of stores is split over
 
 
-def _one_store(env: Env, policy: Policy, records: str):
-    def advance(policy_params, env_params, obs, state, key, first_day, days):
-        def body(carry, day):
-            obs, state = carry
-            k_pol, k_env = jax.random.split(jax.random.fold_in(key, day))
-            action = policy(policy_params, obs, env.privileged(state, env_params), k_pol)
-            obs, state, _, _, _, info = env.step(k_env, state, action, env_params)
-            return (obs, state), (info if records == "full" else summarize(info))
+def scan_days(
+    env: Env,
+    policy: Policy,
+    policy_params,
+    env_params: EnvParams,
+    obs,
+    state,
+    key: jax.Array,
+    first_day,
+    days: int,
+    record: Callable = summarize,
+    watch: Callable | None = None,
+):
+    """One store's days ``first_day .. first_day + days - 1`` as one ``lax.scan``: the day of every runner.
 
-        return jax.lax.scan(body, (obs, state), first_day + jnp.arange(days, dtype=jnp.int32))
+    Day ``d`` takes its keys from ``day_keys(key, d)`` (the policy's, the step's), asks ``policy(policy_params,
+    obs, env.privileged(state, env_params), policy key)`` for the action and steps ``env`` with it.
+    obs, state: one store's morning Observation and EnvState; key: [] its run key; first_day: [] int32; days:
+    static. record: the day's DayInfo -> its record (``summarize``: a DaySummary; ``lambda info: info``: the
+    DayInfo). watch: None, or ``watch(obs, privileged, state, action, policy key)`` -> a pytree computed each
+    morning before the step; a day's output is then (record, watched).
+    Returns ((final Observation, final EnvState), outputs with a leading [days] axis).
+    """
+
+    def body(carry, day):
+        obs, state = carry
+        k_pol, k_env = day_keys(key, day)
+        privileged = env.privileged(state, env_params)
+        action = policy(policy_params, obs, privileged, k_pol)
+        watched = None if watch is None else watch(obs, privileged, state, action, k_pol)
+        obs, state, _, _, _, info = env.step(k_env, state, action, env_params)
+        return (obs, state), (record(info) if watch is None else (record(info), watched))
+
+    return jax.lax.scan(body, (obs, state), first_day + jnp.arange(days, dtype=jnp.int32))
+
+
+def _one_store(env: Env, policy: Policy, records: str):
+    record = (lambda info: info) if records == "full" else summarize
+
+    def advance(policy_params, env_params, obs, state, key, first_day, days):
+        return scan_days(env, policy, policy_params, env_params, obs, state, key, first_day, days, record)
 
     return advance
 
@@ -150,10 +183,9 @@ def rollout_chunks(
         raise ValueError(f"records must be 'summary' or 'full', got {records!r}")
     if keys.ndim != 1:
         raise ValueError(f"keys must be a 1-D batch of PRNG keys, got shape {keys.shape}")
-    if days < 1:
-        raise ValueError(f"days must be >= 1, got {days}")
-    if store_chunk is not None and int(store_chunk) < 1:
-        raise ValueError(f"store_chunk must be >= 1, got {store_chunk}")
+    need_count("days", days)
+    if store_chunk is not None:
+        need_count("store_chunk", store_chunk)
     if isinstance(first_day, bool) or int(first_day) != first_day or first_day < 0:
         raise ValueError(f"first_day must be an int >= 0, got {first_day!r}")
     if first_day and state is None:
@@ -175,8 +207,7 @@ def rollout_chunks(
     to_host = n > size if to_host is None else to_host
     per_call = days if not progress else max(1, min(30 if progress is True else int(progress), days))
     if days_per_call is not None:
-        if int(days_per_call) < 1:
-            raise ValueError(f"days_per_call must be >= 1, got {days_per_call}")
+        need_count("days_per_call", days_per_call)
         per_call = min(int(days_per_call), days)
     report = _Progress(n, days, size, len(devices), resumed=state is not None) if progress else None
     for first in range(0, n, size):
@@ -450,9 +481,6 @@ def _specs(axes):
     return jax.tree.map(lambda a: P() if a is None else P(STORES), axes, is_leaf=lambda x: x is None)
 
 
-_CACHE: dict = {}
-
-
 def _mesh_map(f, devices: tuple, in_specs):
     """shard_map ``f`` over the stores axis of ``devices``. No collectives: every device runs its slice of
     stores alone (check_vma off: replicated params meet per-store values inside scans)."""
@@ -461,15 +489,16 @@ def _mesh_map(f, devices: tuple, in_specs):
 
 
 def _per_store(name: str, fn, env: Env, env_axes, devices: tuple):
-    """jitted ``vmap(fn)`` over (store, params) of ``env``, sharded over ``devices`` (cached per name, env, env
-    axes and devices; the env is kept alive so its id stays unique)."""
-    spec = (name, id(env), repr(env_axes), devices)
-    if spec not in _CACHE:
+    """jitted ``vmap(fn)`` over (store, params) of ``env``, sharded over ``devices`` (``programs.cached`` per
+    name, env, env axes and devices)."""
+
+    def build():
         f = jax.vmap(fn, in_axes=(0, env_axes))
         if len(devices) > 1:
             f = _mesh_map(f, devices, (P(STORES), _specs(env_axes)))
-        _CACHE[spec] = (env, jax.jit(f))
-    return _CACHE[spec][1]
+        return jax.jit(f)
+
+    return programs.cached(f"rollout.{name}", build, env, (repr(env_axes), devices))
 
 
 def observer(env: Env, env_axes, devices: tuple):
@@ -480,8 +509,8 @@ def observer(env: Env, env_axes, devices: tuple):
 def compiled(env: Env, policy: Policy, records: str, policy_axes, env_axes, devices: tuple = ()):
     """jitted (reset, chunk): repeated rollouts compile once per (env, env axes, devices) for the reset and
     per (env, policy, records, axes, devices) for the days."""
-    spec = (id(env), policy, records, repr(policy_axes), repr(env_axes), devices)
-    if spec not in _CACHE:
+
+    def build():
         advance = jax.vmap(
             _one_store(env, policy, records), in_axes=(policy_axes, env_axes, 0, 0, 0, None, None)
         )
@@ -490,5 +519,9 @@ def compiled(env: Env, policy: Policy, records: str, policy_axes, env_axes, devi
             advance = lambda pp, ep, obs, state, key, first, days: _mesh_map(
                 lambda *a: inner(*a, first, days), devices, specs
             )(pp, ep, obs, state, key)
-        _CACHE[spec] = (env, jax.jit(advance, static_argnums=(6,), donate_argnums=(2, 3)))
-    return _per_store("reset", env.reset, env, env_axes, devices), _CACHE[spec][1]
+        return jax.jit(advance, static_argnums=(6,), donate_argnums=(2, 3))
+
+    parts = (policy, records, repr(policy_axes), repr(env_axes), devices)
+    return _per_store("reset", env.reset, env, env_axes, devices), programs.cached(
+        "rollout.days", build, env, parts
+    )

@@ -32,7 +32,6 @@ import functools
 import hashlib
 import json
 import os
-import tempfile
 from collections.abc import Sequence
 from typing import Any
 
@@ -40,11 +39,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from rbjax.checks import is_concrete
+from rbjax.checks import is_concrete, need_count
 from rbjax.config import EnvConfig
 from rbjax.data.catalog import FIELDS, Catalog
 from rbjax.env import Env
 from rbjax.params import EnvParams
+from rbjax.runners.record_files import atomic_file
 from rbjax.runners.rollout import Policy, rollout
 from rbjax.runners.untrusted import bad, json_object, need, need_array, need_dict, need_int, read_npz, shown
 from rbjax.state import EnvState
@@ -125,8 +125,8 @@ def save(
     day: int,
     params: EnvParams | None = None,
 ) -> None:
-    """Write a batch of stores to ``path`` (an ``.npz`` file), atomically (a temporary file, then
-    ``os.replace``): a crash leaves the old file or the new one, never a torn one.
+    """Write a batch of stores to ``path`` (an ``.npz`` file), atomically (``atomic_file``: a temporary
+    file, then ``os.replace``): a crash leaves the old file or the new one, never a torn one.
 
     state: EnvState, leaves [B, ...] (device or host arrays), e.g. ``rollout``'s final state. keys: [B] the
     typed PRNG episode keys the run started from (``fork``'s keys after a fork). day: rollout days the batch
@@ -156,19 +156,8 @@ def save(
         "params": None if params is None else params_fingerprint(params),
     }
     arrays["meta"] = np.asarray(json.dumps(meta, sort_keys=True))
-    path = os.fspath(path)
-    folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".snapshot-", suffix=".tmp", dir=folder)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            np.savez(f, **arrays)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.remove(tmp)
-        raise
+    with atomic_file(os.fspath(path), "wb") as f:
+        np.savez(f, **arrays)
 
 
 def load(path: str | os.PathLike, env: Env) -> Snapshot:
@@ -353,8 +342,7 @@ def rollout_from(
     """
     keys = _check_keys(keys)
     day = _check_day(day)
-    if isinstance(days, bool) or int(days) != days or days < 1:
-        raise ValueError(f"days must be an int >= 1, got {days!r}")
+    need_count("days", days, whole=True)
     n = int(keys.shape[0])
     _check_state(env, state, n, "state")
     return rollout(
@@ -412,8 +400,7 @@ def fork(snapshot_or_state, keys: jax.Array | None = None, groups: int = 2, comm
     Returns a Snapshot (its params unchanged: repeat per-store params with ``repeat_stores``) for a Snapshot, else
     (state [B * groups, ...], keys [B * groups]). Continue with ``resume`` / ``rollout_from`` at the same day.
     """
-    if isinstance(groups, bool) or not isinstance(groups, (int, np.integer)) or groups < 1:
-        raise ValueError(f"groups must be an int >= 1, got {groups!r}")
+    groups = need_count("groups", groups, whole=True)
     snap = snapshot_or_state if isinstance(snapshot_or_state, Snapshot) else None
     state = snap.state if snap is not None else snapshot_or_state
     if keys is None:
@@ -444,8 +431,7 @@ def fork(snapshot_or_state, keys: jax.Array | None = None, groups: int = 2, comm
 def repeat_stores(tree, groups: int):
     """Every leaf [B, ...] -> [B * groups, ...], each store repeated ``groups`` times in a row (the order of
     ``fork``): for per-store params of a forked batch. Host leaves stay host arrays."""
-    if isinstance(groups, bool) or not isinstance(groups, (int, np.integer)) or groups < 1:
-        raise ValueError(f"groups must be an int >= 1, got {groups!r}")
+    groups = need_count("groups", groups, whole=True)
     return jax.tree.map(
         lambda x: (
             np.repeat(x, groups, axis=0) if isinstance(x, np.ndarray) else jnp.repeat(x, groups, axis=0)
@@ -460,7 +446,6 @@ def per_branch(branch_params: Sequence[Any], stores: int):
     ``env_axes=0``)."""
     if not branch_params:
         raise ValueError("per_branch needs the params of at least one branch")
-    if int(stores) < 1:
-        raise ValueError(f"stores must be >= 1, got {stores}")
+    need_count("stores", stores)
     stacked = jax.tree.map(lambda *x: jnp.stack([jnp.asarray(y) for y in x]), *branch_params)
     return jax.tree.map(lambda x: jnp.tile(x, (int(stores),) + (1,) * (x.ndim - 1)), stacked)

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from rbjax.checks import need_count
+
 LEVEL = 0.95
 RESAMPLES = 2000
 
@@ -29,8 +31,7 @@ def bootstrap_ci(
     (nan, nan) with fewer than 2 values; (v, v) when all values are equal."""
     if not 0 < level < 1:
         raise ValueError(f"level must be in (0, 1), got {level}")
-    if resamples < 1:
-        raise ValueError(f"resamples must be >= 1, got {resamples}")
+    need_count("resamples", resamples)
     x = finite(values)
     if len(x) < 2:
         return float("nan"), float("nan")

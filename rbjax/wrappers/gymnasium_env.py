@@ -28,6 +28,7 @@ try:
 except ImportError as error:  # pragma: no cover - exercised without the extra installed
     raise ImportError("rbjax.wrappers.VectorEnv needs gymnasium: pip install 'rbjax[rl]'") from error
 
+from rbjax.checks import need_count
 from rbjax.env import Env
 from rbjax.params import EnvParams
 from rbjax.wrappers.store import DEFAULT_POOL, REWARD_SCALE, Store
@@ -75,8 +76,7 @@ class VectorEnv(gymnasium.vector.VectorEnv):
         seed: int = 0,
         env_params: EnvParams | None = None,
     ):
-        if not isinstance(num_envs, (int, np.integer)) or num_envs < 1:
-            raise ValueError(f"num_envs must be an int >= 1, got {num_envs!r}")
+        num_envs = need_count("num_envs", num_envs, whole=True)
         mode = _MODES.get(autoreset_mode, autoreset_mode)
         if mode not in (AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP):
             raise ValueError(f"autoreset_mode must be 'next_step' or 'same_step', got {autoreset_mode!r}")

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from rbjax.agents.analysis import replay
+from rbjax.agents.analysis import replay, rescore
 from rbjax.agents.llm.client import ScriptedModel
 from rbjax.agents.runs.llm_agents import run_llm_agents
 from rbjax.agents.sandbox import seccomp
@@ -204,14 +204,14 @@ def test_rescore_rebuilds_the_runs_table_and_four_stages_from_the_traces(policy_
     printed = capsys.readouterr().out
     assert "not rebuilt (--traces-only)" in printed
     alone = pd.read_csv(bare / "rescored_stores.csv", index_col="store")
-    assert not set(replay.ENGINE_COLUMNS) & set(alone.columns)
-    columns = list(replay.TRACE_COLUMNS)
+    assert not set(rescore.ENGINE_COLUMNS) & set(alone.columns)
+    columns = list(rescore.TRACE_COLUMNS)
     pd.testing.assert_frame_equal(alone[columns], run_table[columns], check_exact=True)
 
 
 def test_rescore_of_a_language_model_run_equals_its_table_and_diagnose(env, llm_run):
     out, rec, tools = llm_run
-    table, four = replay.rescore(str(out), env=env)
+    table, four = rescore.rescore(str(out), env=env)
     expected = store_metrics(rec).join(tools)  # the per-store CSV of `agents run`
     pd.testing.assert_frame_equal(table, expected, check_exact=True, check_names=False)
     assert (table["tokens_per_day"] > 0).all() and table["acted_per_day"].notna().all()

@@ -238,7 +238,7 @@ def test_an_engine_error_still_propagates(env, params, tmp_path):
 
 
 def test_resume_compares_everything_but_the_base_url(tmp_path):
-    from rbjax.agents.runs.llm_agents import check_resume
+    from rbjax.agents.runs.identity import check_resume
 
     identity = {"model": "m", "base_url": "http://127.0.0.1:8000/v1", "seed": 7, "rules": {"max_turns": 50}}
     (tmp_path / "run.json").write_text(json.dumps(identity))
@@ -252,7 +252,7 @@ def test_a_password_in_the_base_url_never_reaches_run_json(env, params):
 
     from rbjax.agents.llm.frameworks import Rules
     from rbjax.agents.llm.prompts import Prompts
-    from rbjax.agents.runs.llm_agents import run_identity
+    from rbjax.agents.runs.identity import run_identity
 
     url = "https://alice:s3cret-pass@models.example.org:8443/v1"
     keys = jax.random.split(jax.random.key(0), 2)

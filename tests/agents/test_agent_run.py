@@ -14,7 +14,8 @@ import pytest
 import rbjax
 from rbjax.agents.analysis.diagnostics import split_days
 from rbjax.agents.engine.batch import AgentEngine
-from rbjax.agents.runs.loop import make_stores, run_async, run_policy_agents
+from rbjax.agents.runs.loop import make_stores, run_async
+from rbjax.agents.runs.policy import run_policy_agents
 from rbjax.agents.tools.trace import read
 from rbjax.runners.metrics import store_metrics
 from rbjax.state import DayInfo

@@ -14,7 +14,7 @@ import pytest
 
 from rbjax.agents.llm.client import ScriptedModel
 from rbjax.agents.runs.llm_agents import run_llm_agents
-from rbjax.agents.runs.loop import run_policy_agents
+from rbjax.agents.runs.policy import run_policy_agents
 from rbjax.agents.runs.slices import check_state, open_slice, run_policy_slice
 from rbjax.agents.tools.trace import read
 from rbjax.policies import make

@@ -85,7 +85,7 @@ def hand_made_run(folder, records=(END,)):
 # ---------------------------------------------------------------------------------------------- checkpoints
 def test_checkpoints_are_data_and_old_pickles_are_never_read(env, params, tmp_path):
     from rbjax.agents.engine.batch import AgentEngine
-    from rbjax.agents.runs.llm_agents import load_checkpoint
+    from rbjax.agents.runs.checkpoints import load_checkpoint
 
     out = tmp_path / "run"
     with pytest.raises(RunPaused):
@@ -151,11 +151,12 @@ def test_checkpoints_are_data_and_old_pickles_are_never_read(env, params, tmp_pa
 # ---------------------------------------------------------------------------------------------- run.json, traces
 def test_tampered_run_json_traces_and_records_are_one_line_errors(tmp_path):
     from rbjax.agents.analysis import replay
+    from rbjax.agents.runs import folder
 
     run = hand_made_run(tmp_path / "run")
     settings = json.loads((run / "run.json").read_text())
     (run / "run.json").write_text(json.dumps(settings | {"seed": "7"}))
-    assert "run.json: field 'seed' must be an int" in one_line_error(replay.read_settings, str(run))
+    assert "run.json: field 'seed' must be an int" in one_line_error(folder.read_settings, str(run))
     for change, field in [
         ({"days": 3_000_000_000}, "field 'days' must be an int in 1..1,000,000"),
         ({"seed": 2**40}, "field 'seed' must be an int in 0..2**32 - 1"),
@@ -204,6 +205,10 @@ def test_tampered_run_json_traces_and_records_are_one_line_errors(tmp_path):
         np.savez(f, alive=np.asarray([Marker(tmp_path / "marker")], dtype=object))
     assert f"{records}: not a readable records file" in cli_error("agents", "diagnose", run)
     assert not (tmp_path / "marker").exists()
+    records.unlink()
+    (run / "four_stage_metrics.csv").write_bytes(b"\xff\xfe\x00 not a table")  # the run's own CSV, unreadable
+    message = cli_error("agents", "rescore", run, "--traces-only")
+    assert "four_stage_metrics.csv: not a readable table of the run" in message, message
 
 
 # ---------------------------------------------------------------------------------------------- slices

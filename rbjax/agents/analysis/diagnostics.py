@@ -36,6 +36,7 @@ import warnings
 import numpy as np
 import pandas as pd
 
+from rbjax.agents.runs.folder import store_folders
 from rbjax.agents.tools.trace import check_call, check_tokens, read
 
 TOP, LOOKBACK, FOLLOW_UP, PRICE_CAP, NUM_SUPPLIERS = 10, 3, 7, 50.0, 5
@@ -205,22 +206,6 @@ def four_stage(days: list[Day], categories: dict | None = None, oracle_conventio
     row["direct_tools_per_day"] = sum(d.direct for d in days) / T if T else float("nan")
     row["total_tools_per_day"] = sum(d.calls for d in days) / T if T else float("nan")
     return row
-
-
-def store_folders(run: str) -> list[int]:
-    """The stores of a run folder that have a trace."""
-    if not os.path.isdir(run):
-        raise ValueError(f"{run}: not a folder")
-    found = [
-        int(name.split("_", 1)[1])
-        for name in os.listdir(run)
-        if name.startswith("store_")
-        and name.split("_", 1)[1].isdigit()
-        and os.path.exists(os.path.join(run, name, "tool_calls.jsonl"))
-    ]
-    if not found:
-        raise ValueError(f"{run}: no store_*/tool_calls.jsonl (a folder written by `rbjax agents run`)")
-    return sorted(found)
 
 
 def diagnose(

@@ -1,4 +1,4 @@
-"""A finished agents run played again from its traces (``replay``), and its tables rebuilt (``rescore``).
+"""A finished agents run played again from its traces (``replay``); its tables are rebuilt by ``rescore``.
 
 ``replay(run_dir)`` rebuilds the run's engine and stores from ``run.json`` (catalogue grouping, supplier
 attempts, seed, stores, days) with no model, and plays every store's ``store_{s}/tool_calls.jsonl`` through
@@ -17,13 +17,6 @@ run: its index is reserved as the run reserved it, and its own output (stdout, r
 trace, unchecked (``ReplayResult.code_calls`` counts them). ``rerun_code=True`` runs the snippets again in
 the sandbox instead, and checks their output and inner calls like any other call (a snippet that reads
 the clock or prints timings will differ).
-
-``rescore(run_dir)`` rebuilds the main table and the four-stage diagnostics. From the traces alone: the
-main table's columns (``TRACE_COLUMNS``: each day's ``end_today`` payload holds the funds, net worth,
-sales, returns, expiries and stockouts of the day), the tool-call rates and the four stages
-(``diagnostics.diagnose``); tokens from ``tokens.jsonl``. The engine's counters of order lines
-(``ENGINE_COLUMNS``: supplier ranks, refused lines, merged lots, products acted on) are not in the traces:
-they come from a replay.
 """
 
 from __future__ import annotations
@@ -31,23 +24,15 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import re
 
 import numpy as np
-import pandas as pd
 
-from rbjax.agents.analysis import diagnostics
-from rbjax.agents.runs.llm_agents import read_run_json
-from rbjax.agents.runs.loop import resumable
-from rbjax.agents.tools.trace import TIMING_FIELDS, TraceWriter, check_call, check_tokens, read, record
-from rbjax.runners import metrics
-from rbjax.runners.records import DaySummary
-from rbjax.runners.untrusted import DAYS_MAX, MAX_STORES, bad, is_int, is_number, read_npz
+from rbjax.agents.runs.folder import load_records, read_settings, read_traces, resumable
+from rbjax.agents.tools.trace import TIMING_FIELDS, TraceWriter, record
+from rbjax.runners import programs
+from rbjax.runners.record_files import atomic_file
 from rbjax.state import DayInfo
 
-TRACE_COLUMNS = metrics.MAIN_TABLE + ("stockout_ratio",)
-ENGINE_COLUMNS = tuple(c for c in metrics.MAIN_TABLE + metrics.DIAGNOSTICS if c not in TRACE_COLUMNS)
-TOOL_COLUMNS = ("direct_tools_per_day", "total_tools_per_day", "tokens_per_day", "requests")
 KINDS = {  # a trace record's field -> the kind of difference
     "result": "result",
     "result_status": "result",
@@ -97,9 +82,6 @@ class ReplayResult:
         return not self.mismatches
 
 
-_ENVS: dict = {}  # (data, grouping, supplier attempts, days) -> (env, params): one compilation per process
-
-
 class _Collected(TraceWriter):
     """A trace kept in memory (the JSON the file would hold), never written to disk."""
 
@@ -112,59 +94,13 @@ class _Collected(TraceWriter):
 
 
 # ---------------------------------------------------------------------------------------------- the run
-def read_settings(run_dir: str) -> dict:
-    """``run.json`` of a run folder; ValueError (one line) for a missing folder or file, or a bad one."""
-    if not os.path.isdir(run_dir):
-        raise ValueError(f"{run_dir}: not a folder")
-    path = os.path.join(run_dir, "run.json")
-    settings = check_settings(
-        path, read_run_json(run_dir, f"{run_dir} holds no agents run (a folder of `rbjax agents run`)")
-    )
-    if settings.get("from_states"):
-        raise ValueError(
-            f"{run_dir} started from a slice (--from-states, day {settings.get('at')}): its traces begin on that "
-            "day, so it cannot be replayed or rescored from them (diagnose works)"
-        )
-    for field in ("stores", "days"):
-        if not is_int(settings.get(field)) or settings[field] < 1:
-            raise ValueError(f"{path}: no {field} (a positive integer) in it")
-    return settings
-
-
-def check_settings(path: str, settings: dict) -> dict:
-    """The fields of a run.json (read from anyone) that replay, rescore and diagnose use, each of its type;
-    ValueError (one line) naming the field."""
-    checks = {
-        "stores": (lambda v: is_int(v) and 1 <= v <= MAX_STORES, f"an int in 1..{MAX_STORES:,}"),
-        "days": (lambda v: is_int(v) and 1 <= v <= DAYS_MAX, f"an int in 1..{DAYS_MAX:,}"),
-        "seed": (lambda v: is_int(v) and 0 <= v < 2**32, "an int in 0..2**32 - 1"),
-        "grouping": (lambda v: v in ("20", "ref19"), "'20' or 'ref19'"),
-        "supplier_attempts": (lambda v: is_int(v) and 1 <= v <= 10_000, "an int in 1..10,000"),
-        "model": (lambda v: isinstance(v, str), "a string"),
-        "framework": (lambda v: isinstance(v, str), "a string"),
-        "keys": (lambda v: isinstance(v, str), "a string"),
-        "engine": (lambda v: isinstance(v, str), "a string"),
-        "tools": (lambda v: isinstance(v, dict), "a JSON object"),
-        "at": (lambda v: v is None or (is_int(v) and 0 <= v <= DAYS_MAX), "a day"),
-    }
-    for name, (ok, want) in checks.items():
-        if name in settings and not ok(settings[name]):
-            raise bad(path, name, want, settings[name])
-    tools = settings.get("tools") or {}
-    if "explicit_news" in tools and not isinstance(tools["explicit_news"], bool):
-        raise bad(path, "tools.explicit_news", "true or false", tools["explicit_news"])
-    if "code_timeout" in tools and not (is_number(tools["code_timeout"]) and tools["code_timeout"] > 0):
-        raise bad(path, "tools.code_timeout", "a number > 0", tools["code_timeout"])
-    return settings
-
-
 def rebuild(run_dir: str, settings: dict, data: str | None = None, env=None, params=None, keys=None):
     """(env, params, keys, notes) of the run: ``make_env`` with run.json's grouping, supplier attempts and
     days (unless ``env``/``params`` are given), keys ``split(key(seed), stores)`` (unless ``keys``), checked
     against the digests a language-model run's run.json holds."""
     import jax
 
-    from rbjax.agents.runs.llm_agents import digest
+    from rbjax.agents.runs.identity import digest
 
     path, notes = os.path.join(run_dir, "run.json"), []
     if env is None:
@@ -175,13 +111,11 @@ def rebuild(run_dir: str, settings: dict, data: str | None = None, env=None, par
             raise ValueError(
                 f"{path}: no {' or '.join(missing)} in it (a run started from Python: pass env and params)"
             )
-        cached = (data, settings["grouping"], settings["supplier_attempts"], settings["days"])
-        if cached not in _ENVS:
-            try:
-                _ENVS[cached] = make_env(*cached)
-            except OptionError as e:
-                raise ValueError(e.as_flag()) from None
-        env, params = _ENVS[cached]
+        parts = (data, settings["grouping"], settings["supplier_attempts"], settings["days"])
+        try:  # one env (and its compiled programs) per process for these options
+            env, params = programs.cached("replay.env", lambda: make_env(*parts), parts=parts)
+        except OptionError as e:
+            raise ValueError(e.as_flag()) from None
     if params is None:
         params = env.default_params()
     params = params.replace(horizon=np.int32(settings["days"]))
@@ -207,78 +141,6 @@ def tool_options(settings: dict, explicit_news: bool | None = None) -> dict:
     if explicit_news is not None:
         options["explicit_news"] = explicit_news
     return {k: options[k] for k in ("explicit_news", "code_timeout") if k in options}
-
-
-def read_traces(run_dir: str, stores: int, can_resume: bool = True) -> list[list[list[dict]]]:
-    """Every store's trace split into days: [store][day] -> records, each day ending at its ``end_today``.
-    ValueError (one line) for a missing trace, a record without the fields a replay needs, days out of
-    order, or calls after the last ``end_today`` (a run that did not finish its day: to finish with
-    ``--resume`` when ``can_resume``, else to run again)."""
-    found = diagnostics.store_folders(run_dir)
-    if found != list(range(stores)):
-        raise ValueError(f"{run_dir}: traces of stores {found}, run.json says {stores} stores")
-    out = []
-    for s in range(stores):
-        path = os.path.join(run_dir, f"store_{s}", "tool_calls.jsonl")
-        days, day = [], []
-        for n, r in enumerate(read(path, timing=False, check=check_call), 1):
-            where = f"{path}, record {n}"
-            if not isinstance(r, dict) or not isinstance(r.get("tool"), str):
-                raise ValueError(f"{where}: not a tool call record (no tool name)")
-            if r.get("call_source") not in ("direct", "execute_code"):
-                raise ValueError(f"{where}: call_source {r.get('call_source')!r}, not direct or execute_code")
-            if r.get("issued_by") not in ("model", "runner"):
-                raise ValueError(f"{where}: issued_by {r.get('issued_by')!r}, not model or runner")
-            if r.get("rb_store", s) != s:
-                raise ValueError(f"{where}: a record of store {r['rb_store']} in store {s}'s trace")
-            if r.get("rb_day") != len(days) + 1 or not isinstance(r.get("rb_call"), int):
-                raise ValueError(
-                    f"{where}: rb_day {r.get('rb_day')!r} and rb_call {r.get('rb_call')!r} in day "
-                    f"{len(days) + 1} (records out of order, or not a trace of `rbjax agents run`)"
-                )
-            args = r.get("args")
-            if isinstance(args, dict) and set(args) == {"rb_cut"}:
-                raise ValueError(f"{where}: its arguments were cut from the trace (over its size limit)")
-            day.append(r)
-            if r["tool"] == "end_today":
-                if r["call_source"] != "direct":
-                    raise ValueError(f"{where}: end_today from inside execute_code")
-                days.append(day)
-                day = []
-        if day:
-            raise ValueError(
-                f"{path}: {len(day)} calls after the last end_today (day {len(days) + 1} never ended: an "
-                + (
-                    "unfinished run; finish it with `rbjax agents run --resume`)"
-                    if can_resume
-                    else "unfinished run, which cannot be resumed: run it again with `rbjax agents run ... "
-                    "--overwrite`)"
-                )
-            )
-        if not days:
-            raise ValueError(f"{path}: no finished day")
-        out.append(days)
-    return out
-
-
-def load_records(run_dir: str) -> dict | None:
-    """``records.npz`` as {field: array}, None when the folder has none; ValueError (one line) for a corrupt
-    one: read with ``allow_pickle=False``, every ``DayInfo`` field a number or bool array [stores, days, ...]
-    (the same stores and days in every field)."""
-    path = os.path.join(run_dir, "records.npz")
-    if not os.path.exists(path):
-        return None
-    arrays = read_npz(path, "records file")
-    lead = None
-    for f in dataclasses.fields(DayInfo):
-        x = arrays.get(f.name)
-        if x is None:
-            raise ValueError(f"{path}: field {f.name!r} is missing")
-        if x.dtype.kind not in "biuf" or x.ndim not in (2, 3) or (lead is not None and x.shape[:2] != lead):
-            want = "a number or bool array [stores, days" + (f" = {lead}" if lead else "") + ", ...]"
-            raise bad(path, f.name, want, x)
-        lead = x.shape[:2]
-    return arrays
 
 
 # ---------------------------------------------------------------------------------------------- replay
@@ -428,44 +290,8 @@ def replay(
     tools = make_stores(engine, None, **tool_options(settings, explicit_news))
     for store in tools:
         store.trace = _Collected()
-    mismatches, records, taken = [], {s: [] for s in range(stores)}, 0
-    live = set(range(stores))
-    for t in range(max(map(len, traces))):
-        playing = []
-        for s in sorted(live):
-            if t >= len(traces[s]):
-                live.discard(s)
-                continue
-            today = engine.today(s)
-            if today.done:
-                live.discard(s)
-                mismatches.append(
-                    Mismatch(
-                        "days", s, t, f"the episode ended here; the trace goes on to day {len(traces[s])}"
-                    )
-                )
-                continue
-            tools[s].begin_day(today)
-            try:
-                taken += _play_calls(tools[s], traces[s][t], rerun_code)
-            except ValueError as e:
-                raise ValueError(f"store {s}: {e}") from None
-            except (KeyError, TypeError, AttributeError, IndexError) as e:  # a trace from anyone: one line
-                path = os.path.join(run_dir, f"store_{s}", "tool_calls.jsonl")
-                raise ValueError(
-                    f"{path}: day {t + 1} cannot be replayed ({type(e).__name__}: {e})"
-                ) from None
-            playing.append(s)
-        if not playing:
-            break
-        stepped = engine.step({s: tools[s].day_action() for s in playing})
-        for s in playing:
-            end = traces[s][t][-1]
-            tools[s].turn = end.get("rb_turn", tools[s].turn)
-            forced = (end.get("reason") or "forced") if end.get("forced") else None
-            info, detail = stepped[s]
-            tools[s].finish_day(info, detail, engine.today(s), issued_by=end["issued_by"], forced=forced)
-            records[s].append((t, info))
+    mismatches, records = [], {s: [] for s in range(stores)}
+    taken = _play_days(run_dir, engine, tools, traces, records, mismatches, rerun_code)
     for s in range(stores):  # the trace's last day: the episode must end there too (or at the horizon)
         if not engine.today(s).done and len(records[s]) == len(traces[s]):
             mismatches.append(Mismatch("days", s, len(traces[s]), "the trace ends here, the episode goes on"))
@@ -479,8 +305,7 @@ def replay(
         for store in tools
     ]
     for s in range(stores):
-        recorded = [r for day in traces[s] for r in day]
-        mismatches += _compare_trace(s, got[s], recorded)
+        mismatches += _compare_trace(s, got[s], [r for day in traces[s] for r in day])
     if taken:
         notes.append(
             f"{taken} execute_code calls replayed from their recorded inner calls; their own output (stdout, "
@@ -499,6 +324,49 @@ def replay(
     )
 
 
+def _play_days(run_dir, engine, tools, traces, records: dict, mismatches: list, rerun_code: bool) -> int:
+    """Every store's recorded days, day by day: each live store's calls (``_play_day``), then the day ended
+    for all of them in one step as the run ended it (``end_days``). records: {store: [(day, DayInfo row)]},
+    extended; mismatches: a ``days`` mismatch for a trace that goes on after its episode ended. Returns the
+    ``execute_code`` outputs taken as recorded."""
+    from rbjax.agents.runs.loop import end_days
+
+    stores = {store.store: store for store in tools}
+    live, taken = set(stores), 0
+    for t in range(max(map(len, traces))):
+        ends = {}
+        for s in sorted(live):
+            if t >= len(traces[s]):
+                live.discard(s)
+            elif engine.today(s).done:
+                live.discard(s)
+                what = f"the episode ended here; the trace goes on to day {len(traces[s])}"
+                mismatches.append(Mismatch("days", s, t, what))
+            else:
+                taken += _play_day(run_dir, engine, stores[s], traces[s][t], t, rerun_code)
+                end = traces[s][t][-1]
+                stores[s].turn = end.get("rb_turn", stores[s].turn)
+                ends[s] = (end["issued_by"], (end.get("reason") or "forced") if end.get("forced") else None)
+        if not ends:
+            break
+        end_days(engine, stores, ends, records)
+    return taken
+
+
+def _play_day(run_dir: str, engine, store, day: list[dict], t: int, rerun_code: bool) -> int:
+    """Store ``store``'s morning ``t`` and its recorded calls but ``end_today`` (``_play_calls``); a call that
+    cannot be replayed is a one-line ValueError. Returns the ``execute_code`` outputs taken as recorded."""
+    s = store.store
+    store.begin_day(engine.today(s))
+    try:
+        return _play_calls(store, day, rerun_code)
+    except ValueError as e:
+        raise ValueError(f"store {s}: {e}") from None
+    except (KeyError, TypeError, AttributeError, IndexError) as e:  # a trace from anyone: one line
+        path = os.path.join(run_dir, f"store_{s}", "tool_calls.jsonl")
+        raise ValueError(f"{path}: day {t + 1} cannot be replayed ({type(e).__name__}: {e})") from None
+
+
 def format_mismatches(mismatches: list[Mismatch]) -> list[str]:
     """One line per kind of difference: how many, and the first (records: every field, first of each)."""
     lines = []
@@ -510,151 +378,17 @@ def format_mismatches(mismatches: list[Mismatch]) -> list[str]:
     return lines
 
 
-# ---------------------------------------------------------------------------------------------- rescore
-def end_of_day_payloads(traces: list[list[list[dict]]]) -> list[list[dict]]:
-    """[store][day] -> that day's ``end_today`` payload; ValueError when one is missing or cut."""
-    out = []
-    for s, days in enumerate(traces):
-        row = []
-        for t, day in enumerate(days):
-            payload = (day[-1].get("result") or {}).get("result")
-            needed = ("funds", "net_worth", "sales_by_sku", "returns_by_sku", "expired_discount_by_sku")
-            if not isinstance(payload, dict) or not all(
-                k in payload for k in needed + ("insufficient_skus",)
-            ):
-                raise ValueError(
-                    f"store {s}, day {t + 1}: the end_today record has no day results (cut from the trace?)"
-                )
-            row.append(payload)
-        out.append(row)
-    return out
-
-
-def trace_summary(payloads: list[list[dict]], days: int) -> DaySummary:
-    """``DaySummary`` [stores, days] of what the ``end_today`` payloads hold (the other counters zero)."""
-    B = len(payloads)
-    z = lambda dtype: np.zeros((B, days), dtype)
-    fields = {f.name: z(np.int64) for f in dataclasses.fields(DaySummary)}
-    fields |= {k: z(np.float64) for k in ("funds", "net_worth", "revenue", "refunds", "order_cost")}
-    fields["alive"] = z(bool)
-    units = lambda d: sum(int(v) for v in (d or {}).values())
-    for s, row in enumerate(payloads):
-        for t, p in enumerate(row[:days]):
-            fields["sold"][s, t] = units(p["sales_by_sku"])
-            fields["returned"][s, t] = units(p["returns_by_sku"])
-            fields["expired"][s, t] = units(p["expired_discount_by_sku"])
-            fields["products_sold"][s, t] = sum(int(v) > 0 for v in (p["sales_by_sku"] or {}).values())
-            fields["stockouts"][s, t] = len(p["insufficient_skus"] or [])
-            fields["funds"][s, t], fields["net_worth"][s, t] = float(p["funds"]), float(p["net_worth"])
-            fields["alive"][s, t] = True
-    return DaySummary(**fields)
-
-
-def tool_rates(traces: list[list[list[dict]]], run_dir: str) -> pd.DataFrame:
-    """Per store, direct and all tool calls per day from the traces (runner calls and end_today included,
-    as ``agents run`` counts them), tokens per day and requests from ``tokens.jsonl`` where there is one."""
-    rows = []
-    for s, days in enumerate(traces):
-        n = len(days)
-        calls = [r for day in days for r in day]
-        row = {
-            "direct_tools_per_day": sum(r["call_source"] == "direct" for r in calls) / n,
-            "total_tools_per_day": len(calls) / n,
-        }
-        tokens = os.path.join(run_dir, f"store_{s}", "tokens.jsonl")
-        if os.path.exists(tokens):
-            per_day = read(tokens, timing=False, check=check_tokens)
-            row["tokens_per_day"] = sum(d["total_tokens"] for d in per_day) / max(len(per_day), 1)
-            row["requests"] = sum(d["requests"] for d in per_day)
-        rows.append(row)
-    return pd.DataFrame(rows, index=pd.RangeIndex(len(traces), name="store"))
-
-
-def four_stage_table(
-    run_dir: str,
-    settings: dict,
-    data: str | None = None,
-    include_runner: bool | None = None,
-    oracle_convention: bool = False,
-) -> pd.DataFrame:
-    """``agents diagnose``'s table of the run: categories of run.json's grouping; runner calls left out
-    for policy runs unless ``include_runner``."""
-    from rbjax.data import CatalogError, load_catalog
-
-    try:
-        catalog = load_catalog(data)
-    except CatalogError as e:
-        raise ValueError(f"--data: {e}") from None
-    group = catalog.category_ref19 if settings.get("grouping") == "ref19" else catalog.category
-    categories = {u: int(g) for u, g in zip(catalog.upc, group)}
-    if include_runner is None:
-        include_runner = settings.get("framework") != "policy"
-    return diagnostics.diagnose(run_dir, categories, include_runner, oracle_convention)
-
-
-def rescore(
-    run_dir: str,
-    *,
-    engine_columns: bool = True,
-    replayed: ReplayResult | None = None,
-    data: str | None = None,
-    oracle_convention: bool = False,
-    include_runner: bool | None = None,
-    **replay_options,
-) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(main table, four-stage table) of the run in ``run_dir``, rebuilt from its traces (module docstring).
-
-    main table: one row per store, ``store_metrics``'s columns and the tool rates (``TOOL_COLUMNS``, those
-    the run has): ``TRACE_COLUMNS`` and the rates from the traces; ``ENGINE_COLUMNS`` from ``replayed`` (a
-    ``replay`` of the run, made here when None), or left out with ``engine_columns=False``. four-stage
-    table: ``diagnostics.diagnose``'s, as ``agents diagnose`` computes it. Raises ValueError (one line).
-    """
-    settings = read_settings(run_dir)
-    stores, days = settings["stores"], settings["days"]
-    traces = read_traces(run_dir, stores, resumable(settings))
-    summary = trace_summary(end_of_day_payloads(traces), days)
-    table = metrics.store_metrics(summary)[list(TRACE_COLUMNS)]
-    if engine_columns:
-        if replayed is None:
-            replayed = replay(run_dir, data=data, **replay_options)
-        table = table.join(metrics.store_metrics(replayed.records)[list(ENGINE_COLUMNS)])
-    order = [c for c in metrics.MAIN_TABLE + metrics.DIAGNOSTICS if c in table]
-    main = table[order].join(tool_rates(traces, run_dir))
-    main.index.name = "store"
-    four = four_stage_table(run_dir, settings, data, include_runner, oracle_convention)
-    return main, four
-
-
-def run_csv(run_dir: str, settings: dict) -> str | None:
-    """The per-store CSV ``agents run`` wrote into the folder, None when there is none."""
-    model, framework = str(settings.get("model", "")), settings.get("framework")
-    if framework == "policy":
-        name = f"{model.partition(':')[2]}_stores.csv"
-    else:
-        name = f"{re.sub(r'[^A-Za-z0-9_.-]+', '_', model)}_{framework}_stores.csv"
-    path = os.path.join(run_dir, name)
-    return path if os.path.exists(path) else None
-
-
-def compare_tables(new: pd.DataFrame, path: str, rtol: float = 1e-9) -> list[str]:
-    """The columns of ``new`` that differ from the CSV at ``path`` (the columns both have): one line each,
-    with the first store that differs."""
-    try:
-        return _compare_tables(new, path, rtol)
-    except (ValueError, TypeError, KeyError, IndexError) as e:  # pandas' parser errors are ValueErrors
-        raise ValueError(f"{path}: not a readable table of the run ({type(e).__name__}: {e})") from None
-
-
-def _compare_tables(new: pd.DataFrame, path: str, rtol: float) -> list[str]:
-    old = pd.read_csv(path, index_col=0)
-    lines = []
-    if sorted(old.index) != sorted(new.index):
-        return [f"stores {sorted(new.index)} rescored, {sorted(old.index)} in {os.path.basename(path)}"]
-    for c in [c for c in new.columns if c in old.columns]:
-        a, b = new[c].to_numpy(np.float64), old.loc[new.index, c].to_numpy(np.float64)
-        same = np.isclose(a, b, rtol=rtol, atol=0.0, equal_nan=True)
-        if not same.all():
-            i = int(np.flatnonzero(~same)[0])
-            name, x, y = os.path.basename(path), float(a[i]), float(b[i])
-            lines.append(f"{c}: store {new.index[i]} rescored {x!r}, {name} {y!r}")
-    return lines
+def write_report(path: str, run_dir: str, result: ReplayResult) -> None:
+    """``path``: the replay of ``run_dir`` as JSON (the run, whether it is identical, days per store, calls
+    compared, ``execute_code`` outputs taken from the trace, notes, every mismatch), written atomically."""
+    content = {
+        "run": os.path.abspath(run_dir),
+        "identical": result.identical,
+        "days": result.days,
+        "calls": result.calls,
+        "code_calls_from_trace": result.code_calls,
+        "notes": result.notes,
+        "mismatches": [dataclasses.asdict(m) for m in result.mismatches],
+    }
+    with atomic_file(path) as f:
+        json.dump(content, f, indent=1)

@@ -15,8 +15,10 @@ import numpy as np
 
 from rbjax.agents.engine.ledger import Today
 from rbjax.env import Env
+from rbjax.kernels.rng import day_keys
 from rbjax.model import orders
 from rbjax.params import EnvParams
+from rbjax.runners import programs
 from rbjax.state import Action, OrderLines
 
 
@@ -26,6 +28,10 @@ class AgentEngine:
     The device batch is ``batch_bucket(B)`` stores (runs of 1 to 16 stores share one compilation).
 
     Everything returned is numpy. ``max_lines``: order lines per store-day (``OrderLines`` length L).
+    Shapes: B stores (``keys`` [B], one typed key a store), J products, K suppliers, L order lines; P =
+    ``batch_bucket(B)`` device rows, rows B.. copying the last store. Per store, a draft action is price
+    [J] float32, set_price and shelf [J] bool, lines {product, supplier, units, lead, order: [L] int32;
+    live: [L] bool}.
     """
 
     def __init__(self, env: Env, params: EnvParams, keys: jax.Array, max_lines: int = 256):
@@ -46,7 +52,11 @@ class AgentEngine:
 
     # ------------------------------------------------------------------ host side
     def pay(self, lines: dict, quote_price: np.ndarray, funds) -> tuple[np.ndarray, np.float32]:
-        """The step's payment of one store's order lines so far: (accepted [L], spent)."""
+        """The step's payment of one store's order lines so far: (accepted [L], spent).
+
+        lines: dict of [L] arrays (product, supplier, units, lead, order int32; live bool); quote_price
+        [J, K]; funds: the morning's funds. accepted: [L] bool, the lines of paid orders; spent: [] float32.
+        """
         accepted, spent, _, _ = self.programs["pay"](
             OrderLines.sized(**lines),
             quote_price,
@@ -76,6 +86,8 @@ class AgentEngine:
         )
 
     def today(self, store: int) -> Today:
+        """Store ``store`` (0..B-1) this morning, numpy: prices, shelf, on_hand, waiting [J], lead [J, K]
+        (today's single-line lead draws), lots [J, C], news [N], quotes and transport ranges [J, K]."""
         p = self.params
         row = jax.tree.map(lambda v: v[store], self.host)
         day = int(row.pop("day"))
@@ -96,7 +108,13 @@ class AgentEngine:
         return int(np.asarray(self.host["world"].key[store]).astype(np.uint64).sum())
 
     def step(self, actions: dict[int, dict]) -> dict[int, tuple]:
-        """Step the stores in ``actions`` once; returns {store: (DayInfo row, DayDetail row)} in numpy."""
+        """Step the stores in ``actions`` once; the other stores stay as they are.
+
+        actions: {store: draft action} (``DayDraft.to_action()``: price, set_price, shelf [J]; lines [L]
+        each). Returns {store: (DayInfo row, DayDetail row)} in numpy: DayInfo's fields [J] or [],
+        DayDetail's cogs [J], per-supplier fields [J, K], line_accepted [L]. Afterwards ``today`` shows
+        the next morning, ``lead`` is [P, J, K] again and ``version`` is bumped.
+        """
         B, J, L = self.padded, self.env.config.num_products, self.max_lines
         active = np.zeros(B, bool)
         price = np.asarray(self.host["prices"]).copy()
@@ -132,12 +150,14 @@ class AgentEngine:
         return {s: (take(info, s), take(detail, s)) for s in actions}
 
     def row(self, store: int) -> dict:
-        """Store ``store``'s part of the engine (observation, state, lead times), numpy: a checkpoint."""
+        """Store ``store``'s part of the engine, numpy: a checkpoint. {obs: Observation, state: EnvState,
+        lead: [J, K]}, each leaf without the batch axis (prices [J], quotes [J, K], ...)."""
         take = lambda tree: jax.tree.map(lambda x: np.asarray(x[store]), tree)
         return {"obs": take(self.obs), "state": take(self.state), "lead": np.array(self.lead[store])}
 
     def set_rows(self, rows: dict[int, dict]) -> None:
-        """Put checkpointed stores back ({store: ``row(store)``}); the other stores are untouched."""
+        """Put checkpointed stores back ({store: ``row(store)``}, leaves without the batch axis); the other
+        stores are untouched. Bumps ``version``."""
         if not rows:
             return
         idx = np.asarray(sorted(rows))
@@ -150,18 +170,19 @@ class AgentEngine:
         self._pull()
 
     def policy_actions(self, policy, policy_params):
-        """Every store's action under ``policy`` this morning (numpy, [B, ...] leaves), with the keys
-        ``rollout`` gives the policy."""
-        spec = (id(self.env), policy)
-        if spec not in _POLICIES:
-            env = self.env
+        """Every store's action under ``policy`` this morning, with the keys ``rollout`` gives the policy:
+        an ``Action`` of numpy [P, ...] leaves (price, shelf [P, J], order [P, J, K]); rows 0..B-1 are the
+        stores, the rest padding."""
+        env = self.env
 
+        def build():
             def one(policy_params, params, k_run, obs, state):
-                k_pol, _ = _day_keys(k_run, state.day)
+                k_pol, _ = day_keys(k_run, state.day)
                 return policy(policy_params, obs, env.privileged(state, params), k_pol)
 
-            _POLICIES[spec] = (env, jax.jit(jax.vmap(one, in_axes=(None, None, 0, 0, 0))))
-        fn = _POLICIES[spec][1]
+            return jax.jit(jax.vmap(one, in_axes=(None, None, 0, 0, 0)))
+
+        fn = programs.cached("engine.policy_actions", build, env, (policy,))
         return jax.device_get(fn(policy_params, self.params, self.k_run, self.obs, self.state))
 
 
@@ -172,33 +193,25 @@ def batch_bucket(stores: int) -> int:
     return max(16, 1 << (max(stores, 1) - 1).bit_length())
 
 
-_PROGRAMS: dict = {}
-_POLICIES: dict = {}
-
-
-def _day_keys(k_run, day):
-    return jax.random.split(jax.random.fold_in(k_run, day))  # (policy key, step key), as in rollout
-
-
 def _programs(env: Env) -> dict:
-    """The jitted reset, step, lead and payment programs of ``env`` (compiled once per env and shapes)."""
-    if id(env) in _PROGRAMS:
-        return _PROGRAMS[id(env)][1]
+    """The jitted reset, step, lead and payment programs of ``env`` (``programs.cached`` once per env; each
+    compiles once per shapes)."""
+    return programs.cached("engine.programs", lambda: _build_programs(env), env)
 
+
+def _build_programs(env: Env) -> dict:
     def lead_today(k_run, state):
-        return env.lead_days(_day_keys(k_run, state.day)[1], state)
+        return env.lead_days(day_keys(k_run, state.day)[1], state)
 
     def step_one(k_run, state, action, active, params):
-        _, k_env = _day_keys(k_run, state.day)
+        _, k_env = day_keys(k_run, state.day)
         obs, new, _, _, _, info, detail = env.step_detailed(k_env, state, action, params)
         new = jax.tree.map(lambda n, o: jnp.where(active, n, o), new, state)
         return obs, new, info, detail, lead_today(k_run, new)
 
-    programs = {
+    return {
         "reset": jax.jit(jax.vmap(env.reset_detailed, in_axes=(0, None))),
         "lead": jax.jit(jax.vmap(lead_today)),
         "step": jax.jit(jax.vmap(step_one, in_axes=(0, 0, 0, 0, None)), donate_argnums=(1,)),
         "pay": jax.jit(orders.check_lines, static_argnums=(4,)),
     }
-    _PROGRAMS[id(env)] = (env, programs)  # the env is kept alive so its id stays unique
-    return programs

@@ -36,6 +36,7 @@ class Order:
 
     @property
     def units(self) -> int:
+        """The order's units over all its lines."""
         return sum(line["units"] for line in self.lines)
 
 
@@ -65,9 +66,14 @@ class Today:
 
 
 class StoreLedger:
-    """Daily records of one store, indexed by calendar day. Shapes: T = history + horizon days."""
+    """Daily records of one store, indexed by calendar day (row ``cal - first_cal``).
+
+    Shapes: T = history + horizon days (``days``), J products, K suppliers. [T, J]: price, units,
+    returned, cogs, reviews, stars, expired, stockout; [T, J, K]: sold_k, returned_k, ordered_k, quotes.
+    """
 
     def __init__(self, first_cal: int, days: int, J: int, K: int):
+        """An empty ledger of ``days`` rows (T) from calendar day ``first_cal``, J products, K suppliers."""
         self.first_cal, self.J, self.K = first_cal, J, K
         z = lambda *shape, dtype=np.int32: np.zeros((days, *shape), dtype)
         self.price = z(J, dtype=np.float32)
@@ -105,8 +111,8 @@ class StoreLedger:
     )
 
     def to_data(self) -> tuple[dict, dict[str, np.ndarray]]:
-        """(JSON-able fields, arrays cut to the filled rows): a checkpoint's ledger, data only (a checkpoint of
-        an early day is small). ``from_data`` reads it back."""
+        """(JSON-able fields, arrays cut to the filled rows: [filled, J] or [filled, J, K]): a checkpoint's
+        ledger, data only (a checkpoint of an early day is small). ``from_data`` reads it back."""
         fields = {
             "first_cal": int(self.first_cal),
             "days": len(self.price),
@@ -202,7 +208,8 @@ class StoreLedger:
         return range(lo, max(lo, hi))
 
     def add_opening(self, rec) -> None:
-        """The pre-opening days (``OpeningRecords`` of one store, numpy)."""
+        """The pre-opening days (``OpeningRecords`` of one store, numpy: price, units, reviews, stars,
+        supplier [H, J], quote_price [H, J, K]) into rows 0..H-1."""
         H = rec.price.shape[0]
         units, supplier = np.asarray(rec.units), np.asarray(rec.supplier)
         self.price[:H], self.units[:H] = rec.price, units
@@ -215,7 +222,9 @@ class StoreLedger:
         self.filled = self.quotes_filled = H
 
     def add_day(self, cal: int, prices, quotes, info, detail) -> None:
-        """One played day: the prices it sold at, its quotes, its ``DayInfo`` and ``DayDetail`` (numpy)."""
+        """One played day into row ``cal - first_cal``: the prices it sold at [J], its quotes [J, K], its
+        ``DayInfo`` row (sold, returned, reviews, stars, expired, stockout [J]) and ``DayDetail`` row (cogs
+        [J], sold_by_supplier and returned_by_supplier [J, K]), numpy."""
         i = cal - self.first_cal
         self.price[i], self.quotes[i] = prices, quotes
         self.units[i], self.returned[i] = info.sold, info.returned
@@ -226,6 +235,7 @@ class StoreLedger:
         self.filled = self.quotes_filled = i + 1
 
     def add_orders(self, orders: list[Order]) -> None:
+        """Keep the day's paid orders and add their units to ``ordered_k`` [T, J, K] on their creation day."""
         for order in orders:
             self.orders.append(order)
             for line in order.lines:

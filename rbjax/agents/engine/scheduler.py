@@ -14,7 +14,15 @@ from concurrent.futures import ThreadPoolExecutor
 
 
 class DayScheduler:
+    """The ``end_today`` meeting point of one run's agents over one ``AgentEngine`` (``engine``).
+
+    ``join(store)`` when a store's agent starts, ``end_day(store, action)`` at each of its ``end_today``,
+    ``leave(store)`` when it is done, ``close()`` at the end of the run. ``flushes`` counts the engine
+    steps taken.
+    """
+
     def __init__(self, engine, max_wait: float = 0.1):
+        """``max_wait``: seconds a flush waits for the other live agents after the first store parks."""
         self.engine, self.max_wait = engine, max_wait
         self.live: set[int] = set()
         self.parked: dict[int, tuple[dict, asyncio.Future]] = {}
@@ -24,6 +32,7 @@ class DayScheduler:
         self._executor = ThreadPoolExecutor(1, thread_name_prefix="rbjax-engine")
 
     def join(self, store: int) -> None:
+        """The store's agent takes part: a flush waits for it (or ``max_wait``)."""
         self.live.add(store)
 
     def leave(self, store: int) -> None:
@@ -32,7 +41,9 @@ class DayScheduler:
         self._maybe_flush()
 
     async def end_day(self, store: int, action: dict):
-        """Step ``store`` with ``action`` (a ``DayDraft.to_action()``); returns its (DayInfo, DayDetail) rows."""
+        """Step ``store`` with ``action`` (a ``DayDraft.to_action()``: price, set_price, shelf [J]; lines
+        [L] each) in the next flush; returns its (DayInfo, DayDetail) rows (``AgentEngine.step``), or raises
+        the engine's error."""
         future = asyncio.get_running_loop().create_future()
         self.parked[store] = (action, future)
         self._maybe_flush()
@@ -73,4 +84,5 @@ class DayScheduler:
         self._maybe_flush()
 
     def close(self) -> None:
+        """Shut the engine's worker thread down, without waiting for a step under way."""
         self._executor.shutdown(wait=False)

@@ -29,6 +29,7 @@ from collections.abc import Callable, Sequence
 from typing import Protocol
 
 from rbjax.agents.llm.parse import ToolCall, decode_arguments
+from rbjax.checks import need_count
 
 RETRY_STATUS = (408, 409, 429)  # and every status >= 500
 _RETRY_WORDS = re.compile(r"time ?out|timed out|connection|rate limit", re.IGNORECASE)
@@ -233,10 +234,9 @@ class OpenAIChatModel:
             import openai
         except ImportError as e:  # pragma: no cover - depends on the install
             raise ImportError("language models need the openai package: pip install 'rbjax[agents]'") from e
-        if concurrency < 1:
-            raise ValueError(f"concurrency must be >= 1, got {concurrency}")
-        if context_tokens is not None and context_tokens < 1:
-            raise ValueError(f"context_tokens must be >= 1, got {context_tokens}")
+        need_count("concurrency", concurrency)
+        if context_tokens is not None:
+            need_count("context_tokens", context_tokens)
         self.model, self.timeout, self.retries, self.retry_base = model, timeout, retries, retry_base
         self.sampling, self.stream, self.context_tokens = sampling or Sampling(), stream, context_tokens
         self._secret = api_key or api_key_from_env() or "EMPTY"  # local servers accept any key

@@ -38,6 +38,7 @@ from rbjax.agents.llm.client import ChatError, Completion, InfraError, Usage, es
 from rbjax.agents.llm.parse import ToolCall, check_calls, parse_tool_calls
 from rbjax.agents.llm.prompts import Prompts, catalog_text
 from rbjax.agents.tools.specs import TOOL_NAMES, openai_functions
+from rbjax.checks import need_count
 
 FRAMEWORKS = ("react", "reflection", "plan_and_act")
 LAYOUTS = ("cache_friendly", "reference")
@@ -63,8 +64,7 @@ class Rules:
 
     def __post_init__(self):
         for name in ("max_turns", "invalid_turns", "round_turns", "max_input_tokens"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+            need_count(name, getattr(self, name))
         if self.protocol not in ("text", "native"):
             raise ValueError(f"protocol must be 'text' or 'native', got {self.protocol!r}")
         if self.layout not in LAYOUTS:

@@ -1,5 +1,6 @@
-"""Many stores run by agents over one batched engine: ``run_policy_agents`` drives rbjax policies through
-the tools (the LLM runner of the next layer uses the same session, scheduler and engine).
+"""Many stores run by agents over one batched engine: the async day loop (``run_async``) that the policy
+runner (``policy.run_policy_agents``), the language-model runner (``llm_agents``) and slices share, with the
+stores' tools (``make_stores``) and the records stacked (``stack_records``).
 
 Per store the runner opens each day with ``view_funds_and_date`` and ``view_shelf_status`` (logged with
 ``issued_by: runner``, as the reference's runner does), lets the agent call tools, and hands the day to the
@@ -9,11 +10,8 @@ scheduler at ``end_today``. Outputs per store: ``store_{s}/tool_calls.jsonl``.
 from __future__ import annotations
 
 import asyncio
-import glob
-import json
 import os
 import random
-import shutil
 import sys
 import time
 from collections.abc import Callable
@@ -26,71 +24,9 @@ from rbjax.agents.engine.batch import AgentEngine
 from rbjax.agents.engine.ledger import StoreLedger, Today
 from rbjax.agents.engine.scheduler import DayScheduler
 from rbjax.agents.formats import Names
-from rbjax.agents.runs.policy import PolicyDriver
 from rbjax.agents.tools.store import StoreTools, ToolResult
 from rbjax.agents.tools.trace import TraceWriter
 from rbjax.state import DayInfo
-
-RESULTS = (
-    "records.npz",
-    "*_stores.csv",
-    "four_stage_metrics.csv",
-    "run_metrics.csv",
-    "four_stages.png",
-    "survival.png",
-    "survival_by_run.png",
-)
-
-
-def run_files(out: str, results_only: bool = False) -> list[str]:
-    """The files and store folders of the agents run in ``out`` (only its result files: ``results_only``),
-    with the temporary and scratch files of a killed one."""
-    names = RESULTS + (() if results_only else ("run.json", "store_*"))
-    names += tuple(n + ".tmp" for n in names) + (".records-*",)
-    return sorted({p for n in names for p in glob.glob(os.path.join(glob.escape(out), n))})
-
-
-def resumable(settings) -> bool:
-    """Whether ``rbjax agents run --resume`` can continue the run of ``settings`` (its run.json): a language-model
-    run of fresh stores (policy runs keep no checkpoints; a run from --from-states starts from its slice)."""
-    return (
-        isinstance(settings, dict)
-        and settings.get("framework") not in (None, "policy")
-        and not settings.get("from_states")
-    )
-
-
-def _saved_settings(out: str):
-    """The run.json in ``out`` as JSON, or None where there is none or it is not JSON."""
-    try:
-        with open(os.path.join(out, "run.json"), encoding="utf-8") as f:
-            return json.load(f)
-    except (OSError, ValueError, RecursionError):
-        return None
-
-
-def prepare_folder(
-    out: str, resume: bool = False, overwrite: bool = False, resumable_run: bool = False
-) -> None:
-    """Make ``out`` ready for a run. A fresh run refuses a folder that holds a run, unless ``overwrite``
-    (then that run's files go first: never the folder's other files); the refusal names ``--resume`` only when
-    the new run can be resumed (``resumable_run``: a language-model run of fresh stores) and so can the run the
-    folder holds (``resumable``). Any run removes the old results, so that a run stopped part-way leaves none
-    rather than results that look like its own."""
-    used = run_files(out)
-    if used and not resume and not overwrite:
-        names = ", ".join(os.path.basename(p) for p in used[:3]) + ", ..." * (len(used) > 3)
-        can = resumable_run and resumable(_saved_settings(out))
-        then = "continue it with --resume or replace it" if can else "replace it"
-        raise ValueError(
-            f"{out} holds a run already ({names}): {then} with --overwrite, or choose another --out"
-        )
-    for path in run_files(out, results_only=resume):
-        if os.path.isdir(path):
-            shutil.rmtree(path)
-        else:
-            os.remove(path)
-    os.makedirs(out, exist_ok=True)
 
 
 def new_ledger(engine: AgentEngine) -> StoreLedger:
@@ -137,6 +73,34 @@ def make_stores(
 def open_day(store: StoreTools, names=("view_funds_and_date", "view_shelf_status")) -> list[str]:
     """The runner's morning views (logged ``issued_by: runner``, as the reference's runner logs them)."""
     return [store.call(name, issued_by="runner").text for name in names]
+
+
+def end_day(
+    store: StoreTools,
+    engine: AgentEngine,
+    today: Today,
+    stepped: tuple,
+    records: list,
+    issued_by: str = "model",
+    forced: str | None = None,
+) -> ToolResult:
+    """Close ``store``'s day ``today`` once the engine stepped it: ``stepped`` is its (DayInfo, DayDetail) rows
+    (``AgentEngine.step``'s, numpy); ``end_today``'s result is recorded in the store's ledger and trace
+    (``StoreTools.finish_day``, ``issued_by`` and the runner's ``forced`` reason) and ``(today.day, DayInfo
+    row)`` appended to ``records``. Returns ``end_today``'s result."""
+    info, detail = stepped
+    result = store.finish_day(info, detail, engine.today(store.store), issued_by=issued_by, forced=forced)
+    records.append((today.day, info))
+    return result
+
+
+def end_days(engine: AgentEngine, stores: dict[int, StoreTools], ends: dict, records: dict) -> None:
+    """End today for several stores at once, without a scheduler: one ``AgentEngine.step`` of their day actions,
+    then each day closed as ``end_day`` closes it. ends: {store: (issued_by, forced reason or None)};
+    records: {store: [(day, DayInfo row)]}, extended."""
+    stepped = engine.step({s: stores[s].day_action() for s in ends})
+    for s, (issued_by, forced) in ends.items():
+        end_day(stores[s], engine, stores[s].today, stepped[s], records[s], issued_by, forced)
 
 
 class DayAgent(Protocol):
@@ -251,10 +215,10 @@ async def _run_store(
                 forced = await agent.act(store, today)
                 if jitter:  # finish the day after a random delay: the results must not depend on it
                     await asyncio.sleep(random.Random(hash((s, today.day))).random() * jitter)
-                info, detail = await scheduler.end_day(s, store.day_action())
-                by = "runner" if forced else "model"
-                result = store.finish_day(info, detail, engine.today(s), issued_by=by, forced=forced)
-                records.append((today.day, info))
+                stepped = await scheduler.end_day(s, store.day_action())
+                result = end_day(
+                    store, engine, today, stepped, records, "runner" if forced else "model", forced
+                )
                 await agent.after_day(store, today, result)
             except StorePaused as e:  # the day is not recorded: a resumed run plays it again
                 del records[played:]
@@ -322,24 +286,3 @@ def stack_records(records: dict, days: int, first: int = 0) -> DayInfo:
     return jax.tree.map(
         lambda *x: np.stack(x).reshape(len(rows), days, *x[0].shape), *[r for row in rows for r in row]
     )
-
-
-def run_policy_agents(
-    env,
-    params,
-    policy,
-    policy_params,
-    keys,
-    out: str | None = None,
-    jitter: float = 0.0,
-    progress: int = 0,
-    **tool_options,
-):
-    """Drive ``policy`` through the tools for ``len(keys)`` stores until their episodes end (the horizon is
-    ``params.horizon``). Returns (DayInfo records [B, horizon], the engine, the stores' tools)."""
-    engine = AgentEngine(env, params, keys)
-    stores = make_stores(engine, out, **tool_options)
-    driver = PolicyDriver(engine, policy, policy_params)
-
-    records = asyncio.run(run_async(engine, stores, driver.act, jitter, progress))
-    return stack_records(records, int(params.horizon)), engine, stores

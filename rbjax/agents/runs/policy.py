@@ -5,12 +5,17 @@ the calls, in the order the reference's oracle makes them: today's news, the sal
 the products it acts on, one ``modify_sku_price`` per price call, the inventory, ``set_shelf_skus`` when
 the shelf changes, one single-line ``place_order`` per order line in the action's call order
 (``Action.order_rank``, then supplier), then ``end_today``. The engine then steps the same day as
-``rollout`` would, bit for bit.
+``rollout`` would, bit for bit. ``run_policy_agents`` plays a policy so on many stores at once.
 """
 
 from __future__ import annotations
 
+import asyncio
+
 import numpy as np
+
+from rbjax.agents.engine.batch import AgentEngine
+from rbjax.agents.runs.loop import make_stores, run_async, stack_records
 
 
 def order_calls(order: np.ndarray, order_rank: np.ndarray | None) -> list[tuple[int, int, int]]:
@@ -79,3 +84,24 @@ class PolicyDriver:
         """One store's day (``run_async``'s ``act``): the policy's action as tool calls on ``store``."""
         for name, args in policy_calls(self.action(store.store), today, store.names):
             store.call(name, args)
+
+
+def run_policy_agents(
+    env,
+    params,
+    policy,
+    policy_params,
+    keys,
+    out: str | None = None,
+    jitter: float = 0.0,
+    progress: int = 0,
+    **tool_options,
+):
+    """Drive ``policy`` through the tools for ``len(keys)`` stores until their episodes end (the horizon is
+    ``params.horizon``). Returns (DayInfo records [B, horizon], the engine, the stores' tools)."""
+    engine = AgentEngine(env, params, keys)
+    stores = make_stores(engine, out, **tool_options)
+    driver = PolicyDriver(engine, policy, policy_params)
+
+    records = asyncio.run(run_async(engine, stores, driver.act, jitter, progress))
+    return stack_records(records, int(params.horizon)), engine, stores

@@ -222,11 +222,7 @@ def open_slice(
         raise ValueError(f"stores must be between 1 and the snapshot's {n} stores, got {stores!r}")
     S, day, horizon = int(S), snapshot.day, int(params.horizon)
     days = horizon - day if days is None else days
-    if isinstance(days, bool) or int(days) != days or days < 1 or day + days > horizon:
-        raise ValueError(
-            f"a slice of {days} days from day {day} runs past the stores' horizon ({horizon} days): "
-            f"at most {max(horizon - day, 0)} days from this snapshot"
-        )
+    paired.check_slice_days(day, days, horizon)
     closed = np.flatnonzero(np.asarray(snapshot.state.done, bool)[:S])
     if len(closed):
         first = int(closed[0])

@@ -94,31 +94,57 @@ class DayDraft:
         return payload, f"Updated SKU {sku_id} price: {num(old)} -> {num(new)}"
 
     def place_order(self, items=None, supplier_id=None, *, call: int = 0):
-        """``call``: the call's index in the day (ids and extra lead draws depend on it, not on timing)."""
-        names, t = self.store.names, self.store.today
+        """The ``place_order`` tool: check the arguments and the limits, build the lines, have the engine's
+        kernel pay them (whole or not at all), book a paid order and describe it.
+
+        ``call``: the call's index in the day (ids and extra lead draws depend on it, not on timing).
+        """
+        wanted, k = self._order_request(items, supplier_id)
+        self._check_order_limits(wanted)
+        new_lines, leads = self._build_lines(wanted, k, call)
+        lines, total = self._priced_lines(wanted, k)
+        if not self._pay_lines(new_lines):
+            payload = {"error": "Insufficient funds", "required": total, "available": float(self.funds)}
+            return (
+                payload,
+                f"Insufficient funds to place the order. Required: {total:.2f}, Available: {float(self.funds):.2f}",
+            )
+        order = self._book_order(k, max(leads), call, lines, total)
+        payload = self._placed_payload(order, leads)
+        return payload, self._placed_text(order, payload)
+
+    # ------------------------------------------------------------------ place_order's steps
+    def _order_request(self, items, supplier_id) -> tuple[list[tuple[int, int]], int]:
+        """The arguments checked in the reference's order: ([(product, units)] in item order, supplier)."""
         if not isinstance(items, list):
             raise ToolError("items must be an array")
         if not items:
             raise ToolError("items cannot be empty")
         if supplier_id is None:
             raise ToolError("supplier_id is required")
-        wanted = []
-        for i, item in enumerate(items):
-            if not isinstance(item, dict):
-                raise ToolError(f"items[{i}] must be an object")
-            if "sku_id" not in item or "quantity" not in item:
-                raise ToolError(f"items[{i}] must include sku_id and quantity")
-            sku, qty = item["sku_id"], item["quantity"]
-            if not isinstance(sku, str) or not sku.strip():
-                raise ToolError(f"items[{i}].sku_id is invalid")
-            if not isinstance(qty, int):  # JSON 5.0 fails; true passes as 1, as in the reference
-                raise ToolError(f"items[{i}].quantity must be an integer")
-            if qty < 1:
-                raise ToolError(f"items[{i}].quantity must be a positive integer")
-            if sku.strip() not in names.sku_index:
-                raise ToolError(f"Unknown SKU: {sku}")
-            wanted.append((names.sku_index[sku.strip()], int(qty)))
-        k = names.supplier(supplier_id)
+        wanted = [self._order_item(i, item) for i, item in enumerate(items)]
+        return wanted, self.store.names.supplier(supplier_id)
+
+    def _order_item(self, i: int, item) -> tuple[int, int]:
+        """``items[i]`` checked: (product index, units)."""
+        names = self.store.names
+        if not isinstance(item, dict):
+            raise ToolError(f"items[{i}] must be an object")
+        if "sku_id" not in item or "quantity" not in item:
+            raise ToolError(f"items[{i}] must include sku_id and quantity")
+        sku, qty = item["sku_id"], item["quantity"]
+        if not isinstance(sku, str) or not sku.strip():
+            raise ToolError(f"items[{i}].sku_id is invalid")
+        if not isinstance(qty, int):  # JSON 5.0 fails; true passes as 1, as in the reference
+            raise ToolError(f"items[{i}].quantity must be an integer")
+        if qty < 1:
+            raise ToolError(f"items[{i}].quantity must be a positive integer")
+        if sku.strip() not in names.sku_index:
+            raise ToolError(f"Unknown SKU: {sku}")
+        return names.sku_index[sku.strip()], int(qty)
+
+    def _check_order_limits(self, wanted) -> None:
+        """The order's units under ``MAX_UNITS_PER_ORDER``; the day's lines with it within ``max_lines``."""
         total_units = sum(q for _, q in wanted)
         if total_units > MAX_UNITS_PER_ORDER:
             raise ToolError(
@@ -127,79 +153,101 @@ class DayDraft:
         if len(self.lines) + len(wanted) > self.max_lines:
             raise ToolError(f"Too many order lines today (at most {self.max_lines})")
 
+    def _build_lines(self, wanted, k: int, call: int) -> tuple[list[tuple], list[int]]:
+        """The order's engine lines (product, supplier, units, lead, order index), all with the order's lead
+        (the longest of its lines), and each line's own lead draw (``_lead``)."""
         leads = [self._lead(j, k, call, n) for n, (j, _) in enumerate(wanted)]
-        lead = max(leads)
         order_index = len({line[4] for line in self.lines})
-        new_lines = [(j, k, q, lead, order_index) for j, q in wanted]
-        accepted, spent = self.pay(self._arrays(self.lines + new_lines), t.suppliers.quote_price, self.funds0)
+        return [(j, k, q, max(leads), order_index) for j, q in wanted], leads
+
+    def _priced_lines(self, wanted, k: int) -> tuple[list[dict], float]:
+        """The order's ``Order.lines`` at today's quotes (float32, as the engine prices them) and its total."""
+        t = self.store.today
         unit_price = [np.float32(t.suppliers.quote_price[j, k]) for j, _ in wanted]
         line_cost = [np.float32(q) * p for (_, q), p in zip(wanted, unit_price)]
-        total = float(sum(line_cost, np.float32(0)))
-        self.lines += new_lines  # refused orders stay: the step refuses them the same way and counts them
-        for j, _ in wanted:
-            self.used_pairs.add((j, k))
+        lines = [
+            {
+                "product": j,
+                "units": q,
+                "unit_price": float(p),
+                "line_cost": float(c),
+                "quality": float(t.suppliers.quote_quality[j, k]),
+            }
+            for (j, q), p, c in zip(wanted, unit_price, line_cost)
+        ]
+        return lines, float(sum(line_cost, np.float32(0)))
+
+    def _pay_lines(self, new_lines) -> bool:
+        """The funds check: the engine's payment kernel over the day's lines with ``new_lines``. The lines are
+        kept either way (the step refuses a refused order the same way and counts it); a paid order leaves
+        ``funds`` at what the step will leave. True when paid."""
+        accepted, spent = self.pay(
+            self._arrays(self.lines + new_lines), self.store.today.suppliers.quote_price, self.funds0
+        )
+        self.lines += new_lines
+        self.used_pairs.update((j, k) for j, k, *_ in new_lines)
         if not accepted[len(self.lines) - 1]:
-            payload = {"error": "Insufficient funds", "required": total, "available": float(self.funds)}
-            return (
-                payload,
-                f"Insufficient funds to place the order. Required: {total:.2f}, Available: {float(self.funds):.2f}",
-            )
+            return False
         self.funds = np.float32(self.funds0 - spent)
+        return True
+
+    def _book_order(self, k: int, lead: int, call: int, lines: list[dict], total: float) -> Order:
+        """Keep a paid order (its id from the store, day and call) and the index of its last engine line."""
+        t = self.store.today
         order = Order(
             order_id=hex_id(self.store.seed, t.day, call, "order"),
             supplier=k,
             created=t.cal,
             arrival=t.cal + lead,
-            lines=[
-                {
-                    "product": j,
-                    "units": q,
-                    "unit_price": float(p),
-                    "line_cost": float(c),
-                    "quality": float(t.suppliers.quote_quality[j, k]),
-                }
-                for (j, q), p, c in zip(wanted, unit_price, line_cost)
-            ],
+            lines=lines,
             cost=total,
             call=call,
         )
         self.orders.append(order)
         self.last_line[order.order_id] = len(self.lines) - 1
-        arrival = names.date(order.arrival)
-        payload = {
+        return order
+
+    def _placed_payload(self, order: Order, leads: list[int]) -> dict:
+        """A paid order's payload: the order, then each line with its own lead draw and the order's."""
+        names, cal = self.store.names, self.store.today.cal
+        arrival, supplier = names.date(order.arrival), names.suppliers[order.supplier]
+        return {
             "order_id": order.order_id,
             "arrival_date": arrival,
-            "supplier_id": names.suppliers[k],
-            "total_cost": total,
+            "supplier_id": supplier,
+            "total_cost": order.cost,
             "funds_after": float(self.funds),
             "lines": [
                 {
                     "sku_id": names.skus[li["product"]],
                     "quantity": li["units"],
                     "unit_price": li["unit_price"],
-                    "supplier_id": names.suppliers[k],
+                    "supplier_id": supplier,
                     "line_cost": li["line_cost"],
                     "quality_score": li["quality"],
                     "sampled_shipping_days": int(d),
-                    "sampled_arrival_date": names.date(t.cal + d),
-                    "shipping_days": lead,
+                    "sampled_arrival_date": names.date(cal + d),
+                    "shipping_days": order.arrival - cal,
                     "arrival_date": arrival,
                 }
                 for li, d in zip(order.lines, leads)
             ],
         }
+
+    def _placed_text(self, order: Order, payload: dict) -> str:
+        """A paid order's text: its summary and a table of its lines."""
         table = [
             f"| {li['sku_id']} | {li['quantity']} | {num(li['unit_price'])} | {li['supplier_id']} "
             f"| {li['line_cost']:.2f} |"
             for li in payload["lines"]
         ]
-        text = "\n".join(
+        return "\n".join(
             [
                 "**Order placed**",
                 f"- ID: `{order.order_id}`",
-                f"- Expected arrival: {arrival}",
-                f"- Supplier: {names.suppliers[k]}",
-                f"- Total cost: {total:.2f}",
+                f"- Expected arrival: {payload['arrival_date']}",
+                f"- Supplier: {payload['supplier_id']}",
+                f"- Total cost: {order.cost:.2f}",
                 f"- Funds after: {float(self.funds):.2f}",
                 "",
                 "| SKU | Qty | Unit Price | Supplier | Line Cost |",
@@ -207,10 +255,11 @@ class DayDraft:
                 *table,
             ]
         )
-        return payload, text
 
     # ------------------------------------------------------------------ the day's action
     def _lead(self, j: int, k: int, call: int, n: int) -> int:
+        """Days to arrival of line ``n`` of call ``call`` (product j, supplier k): the engine's draw
+        (``Today.lead`` [J, K]) while no earlier call today ordered the pair, else UniformInt[tmin, tmax]."""
         t = self.store.today
         if (j, k) not in self.used_pairs:
             return int(t.lead[j, k])

@@ -3,7 +3,8 @@
 ``StoreTools.call(name, args)`` runs any tool but ``end_today`` and returns a ``ToolResult`` (the text the
 model reads, the payload, success). ``end_today`` is the hand-over: ``day_action()`` gives the draft as one
 action, the scheduler steps the store with the others, and ``finish_day`` records the day and returns
-the ``end_today`` result. Every call is written to the store's ``tool_calls.jsonl`` (``trace.py``).
+the ``end_today`` result (its report: ``report.py``). The read tools are ``views.py``'s, the write tools
+``draft.py``'s. Every call is written to the store's ``tool_calls.jsonl`` (``trace.py``).
 """
 
 from __future__ import annotations
@@ -15,10 +16,11 @@ import time
 import numpy as np
 
 from rbjax.agents.engine.ledger import StoreLedger, Today
-from rbjax.agents.formats import ToolError, error_text, hex_id, num
+from rbjax.agents.formats import ToolError, error_text, hex_id
 from rbjax.agents.sandbox import parent as sandbox
 from rbjax.agents.tools import diag_fields, news_text, views
 from rbjax.agents.tools.draft import DayDraft
+from rbjax.agents.tools.report import end_today_report
 from rbjax.agents.tools.specs import TOOL_NAMES
 from rbjax.agents.tools.trace import TraceWriter, record
 
@@ -30,6 +32,8 @@ MAX_NOTE = 10_000
 
 @dataclasses.dataclass
 class ToolResult:
+    """One tool call's answer: ``text`` for the model, ``payload`` (JSON-able) for code and the trace."""
+
     text: str  # what the model reads
     payload: object
     ok: bool  # no error: the call counts as successful
@@ -73,7 +77,9 @@ class StoreTools:
 
     # ------------------------------------------------------------------ the day
     def begin_day(self, today: Today) -> None:
-        """A new morning: a fresh draft, today's news items (ids kept while an item stays on the list)."""
+        """A new morning (``AgentEngine.today(store)``: prices, shelf, on_hand [J], quotes [J, K], news [N],
+        ...): a fresh draft, today's news items (ids kept while an item stays on the list), logged in the
+        ledger's ``news_log``; the day's call counters restart at 0."""
         self.today, self.turn, self.calls, self.direct_calls = today, 0, 0, 0
         self.draft = DayDraft(self, self.pay, self.max_lines)
         items = []
@@ -118,6 +124,9 @@ class StoreTools:
         )
 
     def day_action(self) -> dict:
+        """The day's draft as one store's action for ``AgentEngine.step`` (``DayDraft.to_action``): price
+        [J] float32, set_price and shelf [J] bool, lines {product, supplier, units, lead, order, live}
+        each [L]. The draft is unchanged: ``finish_day`` reads it after the step."""
         return self.draft.to_action()
 
     # ------------------------------------------------------------------ calls
@@ -125,7 +134,12 @@ class StoreTools:
         self, name: str, args: dict | None = None, *, issued_by: str = "model", source: str = "direct"
     ) -> ToolResult:
         """Run one tool (not ``end_today``) and log it. Arguments bind as keyword arguments: an unknown or
-        missing one is the tool's error, as in the reference."""
+        missing one is the tool's error, as in the reference.
+
+        args: the tool's JSON arguments (None: none). issued_by, source: who called, for the trace ("model";
+        "direct", or "execute_code" for a call from a snippet). Returns the ``ToolResult``: a tool that
+        fails answers with its error (``ok`` False) instead of raising. A text over ``MAX_TOOL_TEXT`` is cut.
+        """
         if name == "end_today":
             raise ValueError("end_today is the scheduler's hand-over: use day_action() and finish_day()")
         args = {} if args is None else args
@@ -234,9 +248,12 @@ class StoreTools:
     def finish_day(
         self, info, detail, after: Today, issued_by: str = "model", forced: str | None = None
     ) -> ToolResult:
-        """Record the stepped day (``DayInfo``/``DayDetail`` rows, numpy) and return ``end_today``'s result.
+        """Record the stepped day and return ``end_today``'s result (``report.end_today_report``).
 
-        ``after`` is the next morning; the day's orders are kept where the engine paid their lines.
+        info, detail: the store's ``DayInfo`` row ([J] and [] fields) and ``DayDetail`` row (cogs [J],
+        per-supplier [J, K], line_accepted [L]) from ``AgentEngine.step``, numpy. ``after`` is the next
+        morning; the day's orders are kept where the engine paid their lines. A fresh draft follows;
+        ``forced``: why the runner ended the day for the agent (written to the trace).
         """
         start = time.perf_counter()
         t, draft = self.today, self.draft
@@ -244,7 +261,7 @@ class StoreTools:
         paid = np.asarray(detail.line_accepted, bool)
         kept = [o for o in draft.orders if paid[draft.last_line[o.order_id]]]
         self.ledger.add_orders(kept)
-        payload, text = self._end_today_text(info, after)
+        payload, text = end_today_report(self.names, self.ledger, self.capacity, t, info, after)
         index = self.calls
         self.calls += 1
         self.direct_calls += 1
@@ -269,81 +286,3 @@ class StoreTools:
             self.trace.write(rec)
             self.trace.flush()
         return ToolResult(text=text, payload=payload, ok=True, ends_day=True)
-
-    def _end_today_text(self, info, after: Today):
-        names = self.names
-        pending = self.ledger.pending(after.cal)
-        incoming = {}
-        for o in pending:
-            for li in o.lines:
-                incoming[li["product"]] = incoming.get(li["product"], 0) + li["units"]
-        by = lambda x: {names.skus[j]: int(x[j]) for j in np.flatnonzero(x)}
-        sales, returns, expired = by(info.sold), by(info.returned), by(info.expired)
-        waiting = by(after.waiting)
-        short = [names.skus[j] for j in np.flatnonzero(info.stockout)]
-        money = float(info.revenue) - float(info.refunds)
-        store_units, cap = int(after.on_hand.sum()), int(self.capacity)
-        n_in = sum(incoming.values())
-        inventory = {
-            names.skus[j]: {
-                "quantity": int(after.on_hand[j]),
-                "waiting": int(after.waiting[j]),
-                "incoming": incoming.get(j, 0),
-            }
-            for j in range(len(names.skus))
-            if after.on_hand[j] or after.waiting[j] or incoming.get(j, 0)
-        }
-        payload = {
-            "funds": float(info.funds),
-            "net_worth": float(info.net_worth),
-            "current_date": names.date(after.cal),
-            "money_earned": money,
-            "insufficient_skus": short,
-            "sales_by_sku": sales,
-            "returns_by_sku": returns,
-            "expired_discount_by_sku": expired,
-            "waiting_items": waiting,
-            "cost_of_goods_sold": float(
-                np.asarray(self.ledger.cogs[self.today.cal - self.ledger.first_cal]).sum()
-            ),
-            "inventory": inventory,
-            "pending_order_count": len(pending),
-            "incoming_items": n_in,
-            "incoming_by_sku": {names.skus[j]: n for j, n in incoming.items()},
-            "pending_orders": [views._order_payload(self, o) for o in pending],
-            "action_executed": True,
-        }
-        pairs = lambda d: ", ".join(f"{k}={v}" for k, v in d.items())
-        lines = [
-            f"Current Date: {payload['current_date']}",
-            f"Current Funds: {num(payload['funds'])}",
-            f"Current Networth: {num(payload['net_worth'])}",
-            f"Money earned yestarday: {num(money)}",
-            f"Inventory: {store_units} items in stock, {int(after.waiting.sum())} capacity-waiting, {n_in} incoming "
-            f"in {len(pending)} pending supplier orders ({store_units}/{cap} used, {cap - store_units} available)",
-            f"Insufficient SKUs: {' , '.join(short)}" if short else "No stockouts today.",
-        ]
-        for label, d in (
-            ("Sales by SKU", sales),
-            ("Returns by SKU", returns),
-            ("Expired clearance sold", expired),
-            ("Capacity-waiting SKU Items", waiting),
-        ):
-            if d:
-                lines.append(f"{label}: {pairs(d)}")
-        if pending:
-            shown = [
-                f"{o.order_id} from {names.suppliers[o.supplier]} arrives {names.date(o.arrival)} "
-                f"({o.units} items, cost {num(o.cost)})"
-                for o in pending[:5]
-            ]
-            lines.append(
-                "Pending supplier orders: " + "; ".join(shown) + ("; ..." if len(pending) > 5 else "")
-            )
-        if inventory:
-            shown = [
-                f"{s}: {r['quantity']} (capacity-waiting {r['waiting']}, incoming {r['incoming']})"
-                for s, r in list(inventory.items())[:10]
-            ]
-            lines.append("Inventory details: " + ", ".join(shown) + (", ..." if len(inventory) > 10 else ""))
-        return payload, "\n".join(lines)

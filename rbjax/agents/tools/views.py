@@ -15,6 +15,7 @@ import numpy as np
 
 from rbjax.agents.engine.ledger import Order, StoreLedger, Today
 from rbjax.agents.formats import Names, ToolError, count, num
+from rbjax.agents.tools.report import order_payload
 
 
 @dataclasses.dataclass(frozen=True)
@@ -34,22 +35,6 @@ class StoreView:
 def view_funds_and_date(store):
     date, funds = store.names.date(store.today.cal), float(store.funds)
     return {"funds": funds, "current_date": date}, f"Current date: {date}, funds balance: {funds:.2f}"
-
-
-def _order_payload(store, o) -> dict:
-    names, cal = store.names, store.today.cal
-    return {
-        "order_id": o.order_id,
-        "supplier_id": names.suppliers[o.supplier],
-        "created_at": names.date(o.created),
-        "delivery_time": o.arrival - o.created,
-        "expected_delivery_date": names.date(o.arrival),
-        "days_until_arrival": o.arrival - cal,
-        "cost": float(o.cost),
-        "total_items": o.units,
-        "ordered_sku": {names.skus[li["product"]]: li["units"] for li in o.lines},
-        "items": [{"sku_id": names.skus[li["product"]], "count": li["units"]} for li in o.lines],
-    }
 
 
 def inventory_payload(store) -> dict:
@@ -75,7 +60,7 @@ def inventory_payload(store) -> dict:
         "pending_order_count": len(pending),
         "incoming_items": int(incoming.sum()),
         "incoming_by_sku": {names.skus[j]: int(incoming[j]) for j in np.flatnonzero(incoming)},
-        "pending_orders": [_order_payload(store, o) for o in pending],
+        "pending_orders": [order_payload(names, o, t.cal) for o in pending],
         "shelf": {
             "enabled": True,
             "capacity": int(t.shelf_capacity),

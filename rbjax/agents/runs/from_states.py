@@ -1,0 +1,131 @@
+"""An agent run from a slices folder (``rbjax agents run --from-states DIR --at D``): ``open_from_states`` reads
+the folder (``rbjax.runners.slices_folder``), makes the env of the run that saved it, and brings its stores to
+the snapshot's day through the tools (``slices.open_slice``); ``slice_settings`` is what ``run.json`` records
+of such a run.
+
+>>> env, sl, settings = open_from_states("slices/oracle", at=90, days=30, stores=8)
+>>> records = run_policy_slice(sl, *rbjax.policies.make("base_stock", env), out="runs/bs_d90")   # [8, 30]
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+
+import numpy as np
+
+from rbjax.agents.runs.slices import AgentSlice, open_slice
+from rbjax.env import Env, OptionError, make_env
+from rbjax.runners.paired import check_slice_days
+
+SLICE_FIELDS = ("from_states", "at", "reference", "source_policy", "stores", "days")
+
+
+def open_from_states(
+    folder: str,
+    at: str | int | None = None,
+    stores: int | None = None,
+    days: int | None = None,
+    grouping: str | None = None,
+    supplier_attempts: int | None = None,
+    seed: int | None = None,
+    data: str | None = None,
+    reference: str | None = None,
+    progress: int = 0,
+    note: Callable[[str], None] | None = None,
+    **tool_options,
+) -> tuple[Env, AgentSlice, dict]:
+    """(env, AgentSlice, settings) for a run from the slices folder ``folder``: the env of the slices' run (its
+    slices.json: grouping, supplier attempts, data), the snapshot's first ``stores`` stores (default: all)
+    brought to the snapshot's day (``at``: needed when the folder holds several) by the slices' policy through
+    the tools, for ``days`` days (default: to the horizon), beside ``reference`` (a policy name; default: the
+    oracle).
+
+    grouping, supplier_attempts, seed: None, or the slices' own (anything else is refused: the env must be the
+    one the slices were made in); data: the catalogue folder (default: the slices'). progress: a line every N
+    days of the warm-up. note: called with a line saying what the warm-up replays (the CLI prints it).
+    tool_options: as ``make_stores``. settings: the run's resolved settings, {``SLICE_FIELDS``, grouping,
+    supplier_attempts, seed, data} (``slice_settings`` keeps what run.json records). Raises ValueError (one
+    line, worded with the command's flags) for a folder, manifest, snapshot or option that does not fit.
+    """
+    from rbjax import policies
+    from rbjax.runners import snapshots
+    from rbjax.runners.slices_folder import open_slices_folder
+
+    start = open_slices_folder(folder, at)
+    day, manifest = start.day, start.manifest
+    source = manifest["policy"]
+    made = {k: manifest[k] for k in ("grouping", "supplier_attempts", "seed")}
+    for name, given in (("grouping", grouping), ("supplier_attempts", supplier_attempts)):
+        if given is not None and given != made[name]:
+            flag = "--" + name.replace("_", "-")
+            raise ValueError(
+                f"{flag} {given}: the slices in {folder} were made with {flag} {made[name]} (leave it out)"
+            )
+    if seed is not None and seed != made["seed"]:
+        raise ValueError(
+            f"--seed {seed}: the slices in {folder} are stores of --seed {made['seed']} (leave it out)"
+        )
+    data = manifest.get("data") if data is None else data
+    try:
+        env, _ = make_env(data, made["grouping"], made["supplier_attempts"], manifest.get("days", 180))
+    except OptionError as e:
+        raise ValueError(e.as_flag()) from None
+    snap = snapshots.load(start.path, env)
+    stores, days = _slice_size(snap, env, folder, day, stores, days)
+    try:
+        policy, policy_params = policies.make(
+            source, env, manifest.get("checkpoint"), manifest.get("greedy", False)
+        )
+    except ValueError as e:
+        raise ValueError(f"--from-states {folder}: its policy {source}: {e}") from None
+    reference = reference or "oracle"
+    if note is not None:
+        note(
+            f"slice: day {day} of {folder}, {stores} stores; replaying {day} days of {source} through the "
+            "tools"
+        )
+    sl = open_slice(
+        env,
+        snap,
+        policy,
+        policy_params,
+        days=days,
+        stores=stores,
+        reference=policies.make(reference, env),
+        progress=progress,
+        **tool_options,
+    )
+    settings = {
+        "from_states": os.path.abspath(folder),
+        "at": day,
+        "reference": reference,
+        "source_policy": source,
+        "stores": stores,
+        "days": days,
+        **made,
+        "data": data,
+    }
+    return env, sl, settings
+
+
+def _slice_size(snap, env, folder: str, day: int, stores: int | None, days: int | None) -> tuple[int, int]:
+    """(stores, days) of the slice: the snapshot's stores and the days to its horizon by default; ValueError
+    (one line) for more stores than the snapshot holds or days past the horizon."""
+    if stores is None:
+        stores = snap.num_stores
+    elif stores > snap.num_stores:
+        raise ValueError(
+            f"--stores {stores}: the snapshot of day {day} in {folder} holds {snap.num_stores} stores"
+        )
+    horizon = int(np.max(np.asarray(snap.env_params(env).horizon)))
+    if days is None:
+        days = horizon - day
+    check_slice_days(day, days, horizon, flag="--days")
+    return stores, days
+
+
+def slice_settings(settings: dict) -> dict:
+    """What run.json records of a run from a slices folder (its identity): ``SLICE_FIELDS`` of
+    ``open_from_states``'s settings."""
+    return {k: settings[k] for k in SLICE_FIELDS}

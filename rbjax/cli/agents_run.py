@@ -1,0 +1,349 @@
+"""``rbjax agents run``: stores run through the RetailBench tools by an agent; traces and the main table.
+
+``--model policy:NAME`` drives an rbjax policy through the tools (``rbjax.agents.runs.policy``); any other
+``--model`` is a language model behind an OpenAI-compatible endpoint (``--base-url``, the key from
+``--api-key-env`` or the usual variables), run by ``--framework`` (``rbjax.agents.runs.llm_agents``). Writes
+``DIR/store_{s}/`` traces, ``DIR/records.npz`` (every ``DayInfo`` field, [stores, days]),
+``DIR/{NAME}_stores.csv`` and ``DIR/survival.png``, and prints the main table beside the paper's row.
+
+A fresh run refuses a folder that holds a run (``--overwrite`` replaces it); ``--resume`` continues one
+with the same identity (``run.json``). An endpoint failure, or Ctrl-C, ends the run with one line and a
+non-zero exit; nothing is scored and ``--resume`` continues from the last finished days.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+import sys
+import time
+
+from rbjax.checks import need_count
+from rbjax.cli.common import fail, make_env, make_policy
+from rbjax.cli.run import report, write_survival
+from rbjax.runners.record_files import atomic_file, save_records
+
+
+def model_policy(model: str) -> str | None:
+    """The policy name of ``policy:NAME``, None for a language model; a one-line error for a bad name."""
+    from rbjax.policies import NAMES
+
+    kind, _, name = model.partition(":")
+    if kind != "policy":
+        return None
+    if name not in NAMES:
+        raise fail(f"--model {model}: expected policy:NAME with NAME one of {', '.join(NAMES)}")
+    return name
+
+
+def tool_flags(args) -> dict:
+    """The tool options of the flags (what run.json records as ``tools``)."""
+    return {"code_timeout": args.code_timeout, "explicit_news": args.news_text == "explicit"}
+
+
+def prepare_out(args) -> None:
+    """--out ready for a run (``rbjax.agents.runs.folder.prepare_folder``); a used folder is refused at once."""
+    from rbjax.agents.runs.folder import prepare_folder
+
+    try:
+        prepare_folder(args.out, overwrite=args.overwrite)
+    except ValueError as e:
+        raise fail(str(e)) from None
+
+
+def main(args) -> None:
+    if not args.code_timeout > 0:
+        raise fail(f"--code-timeout must be > 0 seconds, got {args.code_timeout}")
+    args.policy = model_policy(args.model)
+    if args.from_states:
+        if args.resume:
+            raise fail("--resume: a run from --from-states cannot be resumed; run it again (--overwrite)")
+    else:
+        fresh_defaults(args)
+    if args.policy is None:
+        return main_llm(args)
+    if args.resume:
+        raise fail("--resume: only language-model runs keep checkpoints; run it again with --overwrite")
+    if args.from_states:
+        return main_policy_slice(args)
+    import jax
+    import numpy as np
+
+    from rbjax.agents.runs.folder import policy_run_settings, write_run_json
+    from rbjax.agents.runs.policy import run_policy_agents
+    from rbjax.runners import metrics
+
+    env, params = make_env(args)
+    prepare_out(args)
+    policy, policy_params = make_policy(args, env)
+    keys = jax.random.split(jax.random.key(args.seed), args.stores)
+    start = time.perf_counter()
+    rec, _, _ = run_policy_agents(
+        env, params, policy, policy_params, keys, out=args.out, progress=args.progress, **tool_flags(args)
+    )
+    elapsed = time.perf_counter() - start
+    print(
+        f"{args.model} through the tools, {args.stores} stores x {args.days} days "
+        f"({elapsed:.1f} s including compilation, {args.stores * args.days / elapsed:,.1f} agent-days/s)"
+    )
+    save_records(os.path.join(args.out, "records.npz"), rec)
+    settings = policy_run_settings(
+        args.model, args.seed, tool_flags(args), args.grouping, args.supplier_attempts, args.stores, args.days
+    )
+    write_run_json(args.out, settings)
+    report(
+        args,
+        metrics.store_metrics(rec),
+        metrics.net_worth_paths(rec, float(params.initial_funds)),
+        alive=np.asarray(rec.alive, bool),
+        survival_png="survival.png",
+    )
+
+
+FRESH = {"stores": 8, "days": 180, "grouping": "20", "supplier_attempts": 50}  # left None by the parser
+
+
+def fresh_defaults(args) -> None:
+    """The defaults of a run of fresh stores (with --from-states the slices' run gives them instead)."""
+    if args.reference is not None:
+        raise fail("--reference needs --from-states DIR (the slices compared with it)")
+    for name, value in FRESH.items():
+        if getattr(args, name) is None:
+            setattr(args, name, value)
+
+
+def open_from_states(args):
+    """(env, AgentSlice, settings) for --from-states DIR --at D (``rbjax.agents.runs.from_states``): the
+    slices' run's settings filled into args (grouping, supplier attempts, seed, data, stores, days, reference,
+    source policy, the day); one-line errors."""
+    from rbjax.agents.runs.from_states import open_from_states as open_states
+
+    try:
+        env, sl, settings = open_states(
+            args.from_states,
+            args.at,
+            args.stores,
+            args.days,
+            args.grouping,
+            args.supplier_attempts,
+            args.seed or None,  # 0, the flag's default: the slices' seed
+            args.data,
+            args.reference,
+            progress=args.progress,
+            note=print,
+            **tool_flags(args),
+        )
+    except ValueError as e:
+        raise fail(str(e)) from None
+    vars(args).update({k: v for k, v in settings.items() if k != "from_states"})
+    return env, sl, settings
+
+
+def main_policy_slice(args) -> None:
+    """``--model policy:NAME --from-states DIR``: the policy through the tools from the slice's day on."""
+    from rbjax.agents.runs.folder import policy_run_settings, write_run_json
+    from rbjax.agents.runs.from_states import slice_settings
+    from rbjax.agents.runs.slices import run_policy_slice
+
+    prepare_out(args)
+    env, sl, states = open_from_states(args)
+    policy, policy_params = make_policy(args, env)
+    start = time.perf_counter()
+    rec = run_policy_slice(sl, policy, policy_params, out=args.out, progress=args.progress)
+    elapsed = time.perf_counter() - start
+    print(
+        f"{args.model} through the tools, {args.stores} stores x {args.days} days from day {sl.day} "
+        f"({elapsed:.1f} s including compilation)"
+    )
+    save_records(os.path.join(args.out, "records.npz"), rec)
+    settings = policy_run_settings(
+        args.model,
+        args.seed,
+        tool_flags(args),
+        args.grouping,
+        args.supplier_attempts,
+        from_slice=slice_settings(states),
+    )
+    write_run_json(args.out, settings)
+    slice_summary(args, rec, None, sl, f"{args.policy}_stores.csv")
+
+
+def slice_summary(args, rec, tools, sl, csv: str) -> None:
+    """A slice run's results: its main table over the slice's days (no paper row: the paper's runs start at
+    the opening), the share of stores alive, and the paired comparison with the reference (printed; and
+    slices.csv, paired.png, the per-store CSV and survival.png in --out)."""
+    import numpy as np
+
+    from rbjax.runners import metrics, paired
+
+    table = metrics.store_metrics(rec)
+    if tools is not None:
+        table = table.join(tools)
+    columns = metrics.MAIN_TABLE + tuple(
+        c for c in ("direct_tools_per_day", "total_tools_per_day", "tokens_per_day") if c in table
+    )
+    print(f"days {sl.day + 1}-{sl.stop} (a slice of {args.days} days from day {sl.day}; no paper row)")
+    print(metrics.format_compare(metrics.compare(table, {}, columns, label=None)))
+    alive = np.asarray(rec.alive, bool)
+    print(metrics.format_survival(alive))
+    pairs = sl.compare(rec)
+    print(paired.format_summary(paired.summarize(pairs), args.model, args.reference, args.days))
+    with atomic_file(os.path.join(args.out, csv)) as f:
+        table.to_csv(f, index_label="store")
+    with atomic_file(os.path.join(args.out, "slices.csv")) as f:
+        pairs.to_csv(f, index=False)
+    with atomic_file(os.path.join(args.out, "paired.png"), "wb") as f:
+        paired.plot(pairs, args.model, args.reference, args.days).savefig(f, dpi=110, format="png")
+    write_survival(os.path.join(args.out, "survival.png"), {args.model: alive})
+    print(f"wrote {args.out}")
+    bad = metrics.non_finite_stores(table)
+    if len(bad):
+        raise fail(
+            f"{len(bad)} stores ended with a non-finite net worth or count (stores {bad[:8].tolist()})"
+        )
+
+
+def llm_settings(args):
+    """(OpenAIChatModel keyword arguments, Rules, Prompts) from the flags; one-line errors."""
+    from rbjax.agents.llm.client import Sampling, api_key_from_env
+    from rbjax.agents.llm.frameworks import Rules
+    from rbjax.agents.llm.prompts import Prompts
+
+    for flag, least in (("concurrency", 1), ("max_turns", 1), ("retries", 0), ("trim_tokens", 1)):
+        if getattr(args, flag) < least:
+            raise fail(f"--{flag.replace('_', '-')} must be >= {least}, got {getattr(args, flag)}")
+    if not args.timeout > 0:
+        raise fail(f"--timeout must be > 0 seconds, got {args.timeout}")
+    if args.context_tokens is not None:
+        need_count("--context-tokens", args.context_tokens, error=fail)
+    base_url = args.base_url or os.environ.get("OPENAI_BASE_URL")
+    if not base_url:
+        raise fail("--base-url URL is needed for a language model (or set OPENAI_BASE_URL)")
+    if not re.match(r"https?://", base_url):
+        raise fail(f"--base-url {base_url}: expected an http:// or https:// URL")
+    if args.api_key_env and not os.environ.get(args.api_key_env):
+        raise fail(f"--api-key-env {args.api_key_env}: that environment variable is not set")
+    try:
+        prompts = Prompts.load(args.prompts)
+    except ValueError as e:
+        raise fail(f"--prompts: {e}") from None
+    sampling = Sampling() if args.sampling == "paper" else Sampling(None, None, None, None)
+    if args.max_tokens is not None:
+        sampling.max_tokens = args.max_tokens
+    model = dict(
+        model=args.model,
+        base_url=base_url,
+        api_key=api_key_from_env(args.api_key_env),
+        concurrency=args.concurrency,
+        timeout=args.timeout,
+        retries=args.retries,
+        sampling=sampling,
+        stream=not args.no_stream,
+        context_tokens=args.context_tokens,
+    )
+    rules = Rules(
+        max_turns=args.max_turns,
+        protocol=args.protocol,
+        max_input_tokens=args.trim_tokens,
+        layout=args.layout,
+        compact_catalog=args.compact_catalog,
+    )
+    return model, rules, prompts
+
+
+def main_llm(args) -> None:
+    import jax
+
+    try:
+        import openai  # noqa: F401
+    except ImportError:
+        raise fail("language models need the openai package: pip install 'rbjax[agents]'") from None
+    from rbjax.agents.llm.client import OpenAIChatModel
+    from rbjax.agents.runs.from_states import slice_settings
+    from rbjax.agents.runs.llm_agents import RunPaused, run_llm_agents
+
+    model_args, rules, prompts = llm_settings(args)
+    sl = None
+    if args.from_states:
+        prepare_out(args)  # before the warm-up: a used folder is refused at once
+        env, sl, states = open_from_states(args)
+        params = keys = None
+    else:
+        env, params = make_env(args)
+        keys = jax.random.split(jax.random.key(args.seed), args.stores)
+    settings = (
+        dict(  # with what run_llm_agents adds, the run's identity (stream and concurrency change nothing)
+            model=args.model,
+            base_url=model_args["base_url"],
+            seed=args.seed,
+            grouping=args.grouping,
+            supplier_attempts=args.supplier_attempts,
+            sampling=dataclasses.asdict(model_args["sampling"]),
+            context_tokens=args.context_tokens,
+        )
+    )
+    if sl is not None:
+        settings |= slice_settings(states)
+    start = time.perf_counter()
+    try:
+        rec, tools, agents = run_llm_agents(
+            env,
+            params,
+            keys,
+            args.framework,
+            OpenAIChatModel(**model_args),
+            args.out,
+            rules=rules,
+            prompts=prompts,
+            resume=args.resume,
+            settings=settings,
+            progress_seconds=args.progress_seconds,
+            overwrite=args.overwrite,
+            start=sl,
+            **tool_flags(args),
+        )
+    except (ValueError, RunPaused) as e:  # a folder that does not fit the run; the endpoint failed
+        raise fail(str(e)) from None
+    except KeyboardInterrupt:
+        then = "continue with --resume" if sl is None else "a slice run cannot be resumed: run it again"
+        print(f"rbjax: interrupted; the days finished so far are kept in {args.out}: {then}", file=sys.stderr)
+        raise SystemExit(130) from None
+    elapsed = time.perf_counter() - start
+    print(
+        f"{args.model} ({args.framework}) through the tools, {args.stores} stores x {args.days} days "
+        f"({elapsed:.1f} s and {sum(a.total_requests for a in agents):,} requests in this process, "
+        f"{tools['requests'].sum():,} requests in the run)"
+    )
+    save_records(os.path.join(args.out, "records.npz"), rec)
+    name = re.sub(r"[^A-Za-z0-9_.-]+", "_", args.model)
+    if sl is not None:
+        return slice_summary(args, rec, tools, sl, f"{name}_{args.framework}_stores.csv")
+    summary(args, rec, tools)
+
+
+def summary(args, rec, tools) -> None:
+    """The main table and the tool and token rates (mean ± sd, 95 % CI, min) beside the paper's run of this
+    model and framework when there is one, and the share of stores alive; the per-store CSV and survival.png."""
+    import numpy as np
+
+    from rbjax.runners import metrics, paper
+
+    table = metrics.store_metrics(rec).join(tools)
+    label, reference = paper.reference_row(args.model, args.framework)
+    if label is None:
+        print(f"paper row: none (the paper has no {args.framework} run of this model)")
+    columns = metrics.MAIN_TABLE + ("direct_tools_per_day", "total_tools_per_day", "tokens_per_day")
+    print(metrics.format_compare(metrics.compare(table, reference, columns, label=label, days=args.days)))
+    alive = np.asarray(rec.alive, bool)
+    print(metrics.format_survival(alive))
+    name = re.sub(r"[^A-Za-z0-9_.-]+", "_", args.model)
+    with atomic_file(os.path.join(args.out, f"{name}_{args.framework}_stores.csv")) as f:
+        table.to_csv(f, index_label="store")
+    write_survival(os.path.join(args.out, "survival.png"), {f"{args.model} ({args.framework})": alive})
+    print(f"wrote {args.out}")
+    bad = metrics.non_finite_stores(table)
+    if len(bad):
+        raise fail(
+            f"{len(bad)} stores ended with a non-finite net worth or count (stores {bad[:8].tolist()})"
+        )

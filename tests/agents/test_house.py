@@ -1,0 +1,103 @@
+"""The agent layer's house: folders whose imports run one way, a face, small modules, and the old module paths
+of rbjax 0.1.0 still working for one release, with a warning."""
+
+import ast
+import json
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+import pytest
+
+import rbjax.agents as agents
+from rbjax.agents import old_paths
+
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGE = ROOT / "rbjax"
+OLD_NAMES = json.loads((ROOT / "tests" / "assets" / "agent_paths_0.1.0.json").read_text())
+
+
+def imports(path: Path) -> set[str]:
+    """Every module ``path`` imports, at its top or inside a function (``from a import b``: a and a.b)."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found |= {node.module} | {f"{node.module}.{a.name}" for a in node.names}
+    return found
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def layer(module: str) -> int | None:
+    """The agent layer a module of ``rbjax.agents`` belongs to (its index in ``LAYERS``), None for the face."""
+    parts = module.split(".")
+    if parts[:2] != ["rbjax", "agents"] or len(parts) < 3 or parts[2] not in agents.LAYERS:
+        return None
+    return agents.LAYERS.index(parts[2])
+
+
+def test_no_module_of_the_library_imports_the_cli():
+    offenders = [
+        f"{path.relative_to(ROOT)} imports {m}"
+        for path in PACKAGE.rglob("*.py")
+        if path.parent.name != "cli" and path.name != "__main__.py"
+        for m in imports(path)
+        if m == "rbjax.cli" or m.startswith("rbjax.cli.")
+    ]
+    assert not offenders, offenders
+
+
+def test_imports_between_the_agent_folders_run_downward():
+    upward = []
+    for path in (PACKAGE / "agents").rglob("*.py"):
+        here = layer(module_name(path))
+        if here is None:
+            continue
+        for m in imports(path):
+            there = layer(m)
+            if there is not None and there > here:
+                upward.append(f"{path.relative_to(ROOT)} ({agents.LAYERS[here]}) imports {m}")
+    assert not upward, upward
+    # the check can fail: an import from a higher layer is seen
+    assert layer("rbjax.agents.runs.loop") > layer("rbjax.agents.tools.store")
+
+
+def test_modules_stay_small():
+    long = {
+        str(p.relative_to(ROOT)): n
+        for p in [*(PACKAGE / "agents").rglob("*.py"), PACKAGE / "cli" / "agents.py"]
+        if (n := len(p.read_text().splitlines())) > 450
+    }
+    assert not long, long
+
+
+def test_the_face_names_resolve_and_importing_it_loads_no_layer():
+    for name in agents.__all__:
+        assert getattr(agents, name) is not None, name
+    with pytest.raises(AttributeError, match="no attribute 'nothing'"):
+        agents.nothing  # noqa: B018
+    code = "import sys, rbjax.agents; print(sorted(m for m in sys.modules if m.startswith('rbjax.agents.')))"
+    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert loaded.strip() == "['rbjax.agents.old_paths']", loaded
+
+
+@pytest.mark.parametrize("old", sorted(OLD_NAMES))
+def test_an_old_module_path_still_gives_its_names_with_a_warning(old):
+    names = OLD_NAMES[old]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        module = __import__(old, fromlist=["_"])
+        got = {name: getattr(module, name) for name in names}
+    moved = [str(w.message) for w in caught if issubclass(w.category, DeprecationWarning)]
+    assert len(moved) >= len(names) and all("moved to" in m for m in moved), moved
+    for name, value in got.items():  # the very object the new path holds
+        new = [
+            t for t in old_paths.MOVED.get(old) or old_paths.FOLDERS[old][0] if name in vars(sys.modules[t])
+        ]
+        assert new and getattr(sys.modules[new[0]], name) is value, (old, name)
