@@ -2,7 +2,7 @@
 
 The names a user needs are importable from here (``from rbjax.agents import run_llm_agents``); each is loaded
 on first use, so importing the package costs nothing. The layers, each importing only those above it in this
-list (``docs/agents.md``, "The house of the agent layer"):
+list (``docs/api.md``, "The house of the agent layer"):
 
 - ``formats``: ids, dates, numbers and ``ToolError``, shared by every layer;
 - ``engine/``: the stores' state (``AgentEngine``, ``StoreLedger``, ``DayScheduler``);
@@ -46,6 +46,7 @@ FACE = {
     # runs
     "run_policy_agents": ("rbjax.agents.runs.policy", "run_policy_agents"),
     "run_async": ("rbjax.agents.runs.loop", "run_async"),
+    "make_stores": ("rbjax.agents.runs.loop", "make_stores"),
     "DayAgent": ("rbjax.agents.runs.loop", "DayAgent"),
     "StorePaused": ("rbjax.agents.runs.loop", "StorePaused"),
     "stack_records": ("rbjax.agents.runs.loop", "stack_records"),
