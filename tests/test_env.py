@@ -89,6 +89,7 @@ print("variant contract ok")
 """
 
 
+@pytest.mark.slow
 def test_contract_of_a_variant_with_every_static_option_changed():
     """The reference's 19 category labels, 4 suppliers and float64 (with x64 on, as the bench's drift run uses
     it), all in one engine: each option is a static change of shapes or dtypes, independent of the others, so
@@ -117,5 +118,6 @@ print("no alarms")
 """
 
 
+@pytest.mark.slow
 def test_closing_over_params_raises_no_constant_folding_alarms():
     run_script(CLOSURE, "no alarms")

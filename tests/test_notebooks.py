@@ -6,6 +6,8 @@ from pathlib import Path
 import pytest
 from helpers import need
 
+pytestmark = pytest.mark.slow  # executes the notebooks
+
 NOTEBOOKS = sorted((Path(__file__).resolve().parents[1] / "notebooks").glob("*.ipynb"))
 
 

@@ -43,6 +43,7 @@ def test_values_outside_a_leafs_range_are_refused_naming_it(env, params, name):
             env.check_params(params.replace(**change))
 
 
+@pytest.mark.slow
 def test_a_store_at_either_end_of_every_range_keeps_finite_books(env, params):
     """Each leaf at its lowest and its highest valid value (one leaf at a time; the price quartet together):
     the params are refused naming the leaf (a joint rule, e.g. open_day outside the data window), or two stores

@@ -7,6 +7,10 @@ import sysconfig
 import venv
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.slow  # builds and installs a wheel
+
 ROOT = Path(__file__).resolve().parents[1]
 
 

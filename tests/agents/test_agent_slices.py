@@ -77,6 +77,7 @@ def call(name, **args):
     return f"<tool_call>{json.dumps({'name': name, 'arguments': args})}</tool_call>"
 
 
+@pytest.mark.slow
 def test_an_oracle_agent_from_a_slice_continues_the_oracles_run(env, snap, oracle, continuation, tmp_path):
     sl = open_slice(env, snap, *oracle, days=N)
     assert check_state(sl.engine, sl.snapshot, rtol=0.0) == []  # the agents start from the saved state
@@ -144,6 +145,7 @@ def test_a_scripted_model_plays_a_slice_and_its_decisions_are_counted(
     assert (gaps[:, 0, 0] > 0).all() and (gaps[:, 0, 0] <= continuation.price_changed[:, 0].sum(-1)).all()
 
 
+@pytest.mark.slow
 def test_agents_run_from_states_on_the_command_line(env, slices_dir, snap, continuation, tmp_path, capsys):
     from chat_stub import ChatStub, Stream
 

@@ -42,6 +42,7 @@ def test_cli_info_and_oracle(tmp_path):
             assert np.array_equal(got[name][:, : golden.DAYS], want[name], equal_nan=True), name
 
 
+@pytest.mark.slow
 def test_cli_sweep_writes_tables_and_plots(tmp_path):
     # the sweep of notebooks/oracle_sweep.ipynb, on one device: the compiled program is shared
     out = rbjax(

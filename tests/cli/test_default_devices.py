@@ -22,6 +22,8 @@ import rbjax
 WORKER = """
 import sys, jax
 from rbjax.cli import main
+
+pytestmark = pytest.mark.slow  # fresh processes on the default devices
 for line in sys.argv[1:]:
     print("$ rbjax", line, flush=True)
     main(line.split())

@@ -5,6 +5,7 @@ import dataclasses
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 
 from rbjax.model import supplier_world, suppliers
 
@@ -18,6 +19,7 @@ def _assert_same(got, want):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b), err_msg=jax.tree_util.keystr(path))
 
 
+@pytest.mark.slow
 def test_the_lazy_selection_keeps_the_reference_world_bit_for_bit(env, params):
     """12 stores x 96 products: the kept attempts, the whole kept world (cycles, transport, tier tables, key) and
     the kept attempts' statistics equal those of ``make_world_reference``, which draws and plays all 50
@@ -40,6 +42,7 @@ def test_one_attempt_keeps_the_first_attempt(env, params):
     _assert_same(one(supplier_world.make_world), one(suppliers.make_world_reference))
 
 
+@pytest.mark.slow
 def test_stores_with_their_own_params_keep_the_reference_worlds(env, params):
     """A batch whose params vary by store (here the copula band) plays each store in a pool of its own (the
     shared-params batch pools every store's products): still the reference's worlds, store by store."""
@@ -67,6 +70,7 @@ def test_the_price_cuts_give_the_cdfs_tier_for_every_float32_near_them():
     assert np.array_equal(np.unique(np.asarray(by_cuts)), np.arange(suppliers.PRICE_TIERS))
 
 
+@pytest.mark.slow
 def test_the_kept_worlds_do_not_depend_on_the_pool_width(env, params):
     """``select_pooled`` at 16 and 32 lanes a store (``pool_lanes``'s two widths; at 6 stores the wider pool also
     finishes its stragglers in the narrow loop): the same kept attempts and statistics."""

@@ -4,6 +4,9 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
+
+pytestmark = pytest.mark.slow  # bench in fresh processes
 
 
 def test_bench_quick_writes_its_tables(tmp_path):

@@ -160,6 +160,7 @@ def oracle_episodes(env, params):
     return rollout(env, oracle, P, params, keys, days=180, records="full", progress=golden.DAYS)
 
 
+@pytest.mark.slow
 def test_oracle_survives_180_days_with_finite_metrics(oracle_episodes):
     rec, final = oracle_episodes
     table = metrics.store_metrics(rec)

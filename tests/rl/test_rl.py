@@ -47,6 +47,7 @@ def mid_episode_states(env, params):
     return state
 
 
+@pytest.mark.slow
 def test_observation_hides_quality_and_news_metadata(env, params):
     # jitted, not eager: op-by-op dispatch compiles a kernel per operation, far slower here
     observe, features, privileged = jax.jit(env.observe), jax.jit(encode), jax.jit(env.privileged)
@@ -109,6 +110,7 @@ def test_supplier_score_weighs_rating_price_and_returns(env, params):
     assert (score.argmax(-1) == 3).all()  # rated 4.5 and the dearest quote
 
 
+@pytest.mark.slow
 def test_ppo_policy_adds_the_supplier_prior_to_its_logits(env, params):
     """With a prior of scale 1e4 the greedy supplier is the best-scored one; with none, the network's own
     choice (the untrained network's supplier logits are near 0, its argmax unrelated to the score)."""
@@ -175,6 +177,7 @@ def test_categorical_draws_follow_the_softmax():
     assert freq[1, 1] == 0.0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("funds", [30_000.0, 4_500.0, -200.0])
 def test_decoded_actions_are_always_valid(env, params, funds):
     states = mid_episode_states(env, params)
@@ -277,6 +280,7 @@ def evaluate(env, params, policy_params, config, seeds=256):
     return np.asarray(rec.net_worth[:, -1])
 
 
+@pytest.mark.slow
 def test_short_ppo_run_improves_return(ppo_env, small_run):
     result, params, _ = small_run
     config = result.config
@@ -314,6 +318,7 @@ TRAIN = (
 )
 
 
+@pytest.mark.slow
 def test_cli_trains_what_train_ppo_trains_then_evaluates_and_continues(ppo_env, small_run, tmp_path, capsys):
     """``rbjax train ppo`` (in this process) with the same setting and seed as ``small_run`` gives the same weights
     bit for bit (same seed, same training); ``rbjax eval`` reads the checkpoint; ``--init`` continues it."""

@@ -10,6 +10,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.slow  # two processes
+
 WORKER = """
 import sys
 sys.path.insert(0, TESTS)

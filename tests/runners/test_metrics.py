@@ -65,6 +65,7 @@ def test_summary_and_compare():
         metrics.store_metrics(jax.tree.map(lambda x: x[0], _records()))
 
 
+@pytest.mark.slow
 def test_sweep_rows_map_to_their_points_and_seeds_are_shared(env, params):
     """The oracle sweep of ``rbjax sweep`` and notebooks/oracle_sweep.ipynb (multiplier x shelf capacity, 16
     stores per call, 60 days): the compiled program comes from the cache. 8 points x 4 seeds: 2 chunks."""

@@ -51,6 +51,7 @@ def snapshot(env, params):
     return snapshots.Snapshot(jax.tree.map(np.asarray, state.replace(done=done)), keys, DAY)
 
 
+@pytest.mark.slow
 def test_paired_runs_are_each_policys_own_run_from_the_same_state(env, params, snapshot):
     base, base_params = make("base_stock")
     oracle, oracle_params = make("oracle")
@@ -104,6 +105,7 @@ def rbjax(line: str):
     return subprocess.run([sys.executable, "-m", "rbjax", *line.split()], capture_output=True, text=True)
 
 
+@pytest.mark.slow
 def test_cli_task_slices(env, tmp_path, capsys):
     # the golden fixture's oracle stores and programs (4 stores, 30 days a call, one device: the pin shares
     # them; tests/cli/test_default_devices.py runs slices on the default devices): a run saving its states every

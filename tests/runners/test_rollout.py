@@ -24,6 +24,7 @@ def episodes(env, params):
     return jax.tree.map(np.asarray, rec), final
 
 
+@pytest.mark.slow
 def test_calls_of_thirty_days_continue_the_golden_records(episodes):
     want = golden.expected_records("random")
     assert sorted(vars(episodes[0])) == sorted(want)
@@ -70,6 +71,7 @@ def test_episodes_finite_and_off_shelf_never_sells(episodes):
     assert (rec.stockout == (rec.demand > rec.sold)).all()
 
 
+@pytest.mark.slow
 def test_same_key_same_trajectory_and_batched_equals_unbatched(env, params, reset, step, episodes):
     rec, _ = episodes
     key = jax.random.split(jax.random.key(golden.SEED), STORES)[1]
@@ -85,6 +87,7 @@ def test_same_key_same_trajectory_and_batched_equals_unbatched(env, params, rese
         np.testing.assert_allclose(float(info.net_worth), rec.net_worth[1, d], rtol=1e-6)
 
 
+@pytest.mark.slow
 def test_a_store_does_not_depend_on_its_position_in_a_large_batch(env, params):
     """1,024 stores = 32 copies of 32 seeds: every copy must match the first, record for record.
 

@@ -56,6 +56,7 @@ def saved(tmp_path_factory, env, base, keys):
     return path
 
 
+@pytest.mark.slow
 def test_continued_snapshot_matches_the_uninterrupted_run(env, straight, base, saved, keys):
     assert not _equal(jax.tree.map(lambda x: x[:, :DAY], straight[0]), base[0])
     snap = snapshots.load(saved, env)

@@ -20,7 +20,7 @@ from rbjax.rl.flat import OBS_BOUND, flat_observation  # noqa: E402
 from rbjax.wrappers import GymnaxEnv, StoreEnv, VectorEnv  # noqa: E402
 from rbjax.wrappers import gymnax_env as gymnax_face  # noqa: E402
 
-pytestmark = pytest.mark.xdist_group("wrappers")
+pytestmark = [pytest.mark.xdist_group("wrappers"), pytest.mark.slow]  # slow: its own programs, a rejax run
 ROOT = Path(__file__).resolve().parents[2]
 POOL = 4
 

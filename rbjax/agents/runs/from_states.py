@@ -55,17 +55,7 @@ def open_from_states(
     start = open_slices_folder(folder, at)
     day, manifest = start.day, start.manifest
     source = manifest["policy"]
-    made = {k: manifest[k] for k in ("grouping", "supplier_attempts", "seed")}
-    for name, given in (("grouping", grouping), ("supplier_attempts", supplier_attempts)):
-        if given is not None and given != made[name]:
-            flag = "--" + name.replace("_", "-")
-            raise ValueError(
-                f"{flag} {given}: the slices in {folder} were made with {flag} {made[name]} (leave it out)"
-            )
-    if seed is not None and seed != made["seed"]:
-        raise ValueError(
-            f"--seed {seed}: the slices in {folder} are stores of --seed {made['seed']} (leave it out)"
-        )
+    made = _made_with(folder, manifest, grouping, supplier_attempts, seed)
     data = manifest.get("data") if data is None else data
     try:
         env, _ = make_env(data, made["grouping"], made["supplier_attempts"], manifest.get("days", 180))
@@ -107,6 +97,23 @@ def open_from_states(
         "data": data,
     }
     return env, sl, settings
+
+
+def _made_with(folder: str, manifest: dict, grouping, supplier_attempts, seed) -> dict:
+    """{grouping, supplier_attempts, seed} of the slices' run (its manifest); ValueError (one line) when the
+    caller asks for another: the env and the stores must be the ones the slices were made in."""
+    made = {k: manifest[k] for k in ("grouping", "supplier_attempts", "seed")}
+    for name, given in (("grouping", grouping), ("supplier_attempts", supplier_attempts)):
+        if given is not None and given != made[name]:
+            flag = "--" + name.replace("_", "-")
+            raise ValueError(
+                f"{flag} {given}: the slices in {folder} were made with {flag} {made[name]} (leave it out)"
+            )
+    if seed is not None and seed != made["seed"]:
+        raise ValueError(
+            f"--seed {seed}: the slices in {folder} are stores of --seed {made['seed']} (leave it out)"
+        )
+    return made
 
 
 def _slice_size(snap, env, folder: str, day: int, stores: int | None, days: int | None) -> tuple[int, int]:
