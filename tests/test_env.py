@@ -11,6 +11,7 @@ from rbjax.config import EnvConfig
 from rbjax.state import Action
 
 
+@pytest.mark.slow
 def test_termination_after_exactly_five_negative_days(params, reset, step):
     p = params.replace(initial_funds=jnp.float32(700.0))
     obs, s = reset(jax.random.key(4), p)

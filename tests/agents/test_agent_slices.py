@@ -20,6 +20,8 @@ from rbjax.agents.tools.trace import read
 from rbjax.policies import make
 from rbjax.runners import snapshots
 
+pytestmark = pytest.mark.slow  # snapshots brought to their day through the tools
+
 STORES, DAYS, AT = 2, 8, 4  # the slices' run: 2 oracle stores, 8 days, a snapshot after 4
 N = DAYS - AT  # the slice's days (to the horizon)
 COLUMNS = [

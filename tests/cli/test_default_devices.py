@@ -5,8 +5,8 @@ They run in one fresh process (its devices split as the CLI splits them; the lat
 programs), so the suite pays for one multi-device compilation of each program: the snapshot path, chunks and
 per-store params (a sweep) are the three ways a chunk's inputs reach the devices (``rollout._place``), and
 ``eval`` runs the shipped PPO policy. ``bench --profile`` runs on the default devices in
-``tests/perf/test_perf.py``; the
-agent commands and ``train`` always run on one device (``rbjax.cli``), the default of the in-process tests.
+``tests/perf/test_perf.py``; the agent commands and ``train`` always run on one device (``rbjax.cli``), the
+default of the in-process tests.
 """
 
 import os
@@ -19,11 +19,11 @@ import pytest
 
 import rbjax
 
+pytestmark = pytest.mark.slow  # fresh processes on the default devices
+
 WORKER = """
 import sys, jax
 from rbjax.cli import main
-
-pytestmark = pytest.mark.slow  # fresh processes on the default devices
 for line in sys.argv[1:]:
     print("$ rbjax", line, flush=True)
     main(line.split())

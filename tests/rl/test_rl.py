@@ -18,6 +18,8 @@ from rbjax.rl.normalize import RunningStats
 from rbjax.rl.rewards import product_rewards
 from rbjax.rl.train import load, save, train_ppo
 
+pytestmark = pytest.mark.slow  # PPO's programs, training runs
+
 # the small PPO setting shared by this file (API and CLI runs) and notebooks/ppo_baseline.ipynb (same program,
 # so JAX's persistent compilation cache compiles it once per suite), on the one-attempt supplier generator: the
 # generator is not under test here, and its reset is 8x cheaper

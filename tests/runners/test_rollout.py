@@ -32,6 +32,7 @@ def test_calls_of_thirty_days_continue_the_golden_records(episodes):
         assert np.array_equal(value[:, :PER_CALL], want[name], equal_nan=True), name
 
 
+@pytest.mark.slow
 def test_unit_conservation(episodes):
     rec, final = episodes
     alive = rec.alive[..., None]
@@ -47,6 +48,7 @@ def test_unit_conservation(episodes):
     assert (rec.returned <= rec.sold).all()
 
 
+@pytest.mark.slow
 def test_cash_identity(episodes, params):
     rec, final = episodes
     days = rec.alive.sum(1)
@@ -60,6 +62,7 @@ def test_cash_identity(episodes, params):
     np.testing.assert_allclose(np.asarray(final.funds), expected, rtol=1e-5, atol=1.0)
 
 
+@pytest.mark.slow
 def test_episodes_finite_and_off_shelf_never_sells(episodes):
     rec, final = episodes
     for leaf in jax.tree.leaves(final):
@@ -117,6 +120,7 @@ def _same(a, b) -> bool:
     return all(jax.tree.leaves(jax.tree.map(lambda x, y: np.array_equal(x, y, equal_nan=True), a, b)))
 
 
+@pytest.mark.slow
 def test_chunks_of_stores_equal_one_batch(env, params, episodes, capsys):
     """7 stores in chunks of 4 (the last padded) reuse the episodes' program (30 days per call) and give each
     store the records and final state it has in one batch: the keys are the episodes' four, reordered and
@@ -182,6 +186,7 @@ def test_the_day_compiles_while_the_stores_open(env, params, monkeypatch):
     assert events[3:] == [("call", 30), ("call", 15)]
 
 
+@pytest.mark.slow
 def test_the_automatic_chunk_is_what_fits_in_memory(env, params, episodes, monkeypatch):
     """With the host's memory faked to hold the fixed part and 4.5 stores' peak footprint twice over, 7 stores
     run as 4 + 3: a batch below any size is sized too."""
@@ -207,6 +212,7 @@ def test_the_automatic_chunk_is_what_fits_in_memory(env, params, episodes, monke
     assert _same(chunks[1].records, jax.tree.map(lambda x: np.asarray(x)[order[4:]], episodes[0]))
 
 
+@pytest.mark.slow
 def test_records_writer_streams_chunks_into_one_npz(tmp_path, episodes):
     from rbjax.runners.record_files import RecordsWriter
 

@@ -71,6 +71,7 @@ def test_continued_snapshot_matches_the_uninterrupted_run(env, straight, base, s
     assert _equal(straight[1], final) == []
 
 
+@pytest.mark.slow
 def test_save_is_atomic_and_keeps_non_default_params(env, base, keys, tmp_path):
     params = env.default_params().replace(rent=np.float32(700.0), initial_funds=np.float32(25000.0))
     path = tmp_path / "snap.npz"
@@ -82,6 +83,7 @@ def test_save_is_atomic_and_keeps_non_default_params(env, base, keys, tmp_path):
     assert float(snap.env_params(env).rent) == 700.0
 
 
+@pytest.mark.slow
 def test_load_refuses_another_config_or_catalogue(env, saved):
     other = Env(EnvConfig.from_catalog(env.catalog, lot_slots=10), env.catalog)
     with pytest.raises(ValueError, match=r"EnvConfig\.lot_slots is 8 in the snapshot, 10 in this env"):
@@ -91,6 +93,7 @@ def test_load_refuses_another_config_or_catalogue(env, saved):
         snapshots.load(saved, Env(env.config, cat))
 
 
+@pytest.mark.slow
 def test_bad_files_and_inputs_are_refused(env, base, keys, saved, tmp_path):
     junk = tmp_path / "junk.npz"
     junk.write_bytes(b"not a zip")
@@ -131,6 +134,7 @@ def forks(env, saved):
     return out
 
 
+@pytest.mark.slow
 def test_common_random_branches_repeat_the_store(forks, straight):
     rec, final = forks[True]
     for b in range(2):
