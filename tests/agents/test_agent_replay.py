@@ -91,6 +91,7 @@ def llm_run(env, params, tmp_path_factory):
     return out, rec, tools
 
 
+@pytest.mark.slow
 def test_a_policy_run_replays_to_identical_records_and_tool_results(env, policy_run, capsys):
     before = folder_state(policy_run)
     main(["agents", "replay", str(policy_run)])

@@ -83,6 +83,7 @@ def test_agents_run_against_a_failing_endpoint_ends_with_one_line_and_scores_not
 
 
 # ---------------------------------------------------------------------------------------------- items 1, 2
+@pytest.mark.slow
 def test_resume_refuses_another_identity_and_a_fresh_run_refuses_a_used_folder(tmp_path):
     out = tmp_path / "run"
     fail_from = [2 * STORES]  # days 1 and 2 played, then the endpoint fails (the base URL is the run's)
@@ -175,6 +176,7 @@ def test_atomic_files_are_whole_or_absent(tmp_path):
 
 
 # ---------------------------------------------------------------------------------------------- item 6
+@pytest.mark.slow
 def test_ctrl_c_ends_with_one_line_naming_resume_and_status_130(tmp_path, monkeypatch, capsys):
     from rbjax.agents.llm import client as llm
 

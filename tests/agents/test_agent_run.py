@@ -221,6 +221,7 @@ def test_the_oracle_manages_two_products_per_label_40_or_38():
         assert int(plan.sum()) == managed
 
 
+@pytest.mark.slow
 def test_every_refusal_of_a_used_folder_names_a_command_that_works(tmp_path):
     """A policy run cannot be resumed: each refusal (a fresh run into a used folder, --resume, replaying a run
     cut mid-day) names only --overwrite, and the command it names then runs."""

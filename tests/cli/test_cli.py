@@ -19,6 +19,7 @@ def rbjax(*args, check=True):
     return subprocess.run([sys.executable, "-m", "rbjax", *args], capture_output=True, text=True, check=check)
 
 
+@pytest.mark.slow
 def test_cli_info_and_oracle(tmp_path):
     assert "96 products in 20 categories" in rbjax("info").stdout
     # the golden fixture's oracle stores for 180 days, 30 per call: the golden test's compiled program

@@ -144,6 +144,7 @@ def test_common_random_branches_repeat_the_store(forks, straight):
     assert _equal(jax.tree.map(lambda x: x[0::2], final), jax.tree.map(lambda x: x[1::2], final)) == []
 
 
+@pytest.mark.slow
 def test_independent_branches_differ(forks):
     rec, _ = forks[False]
     for b in range(2):
@@ -152,6 +153,7 @@ def test_independent_branches_differ(forks):
         assert np.array_equal(rec.ordered[2 * b, 0], rec.ordered[2 * b + 1, 0])
 
 
+@pytest.mark.slow
 def test_common_random_numbers_shrink_the_variance_of_a_policy_difference(env, params):
     """Oracle multiplier 6 (A) against 5.5 on the two branches of each of 64 stores, forked on day DAY and run
     2 * DAY days: the difference of final net worth between a store's two branches varies far less over stores
