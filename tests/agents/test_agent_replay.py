@@ -130,6 +130,7 @@ def test_a_language_model_run_replays_identically_execute_code_included(env, llm
         assert rerun.identical and rerun.code_calls == 0, replay.format_mismatches(rerun.mismatches)
 
 
+@pytest.mark.slow
 def test_a_tampered_trace_is_reported_and_the_replay_exits_non_zero(env, policy_run, tmp_path, capsys):
     run = tmp_path / "run"
     shutil.copytree(policy_run, run)

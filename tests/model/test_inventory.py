@@ -3,9 +3,11 @@
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 from helpers import J, K, act, fixed_world, order_of
 
 
+@pytest.mark.slow
 def test_capacity_queue_invariant_holds_every_evening(params, reset, step):
     """After each day, the waiting queue is empty or the store is full (why the morning admission is skipped)."""
     p = params.replace(capacity=jnp.int32(400))

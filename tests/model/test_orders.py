@@ -71,6 +71,7 @@ def test_supplier_ranks_count_lines_by_quality_then_price():
     assert ranks == dict(order_lines=3, quality_rank_sum=1 + 3 + 3, quality_first=1, price_first=2)
 
 
+@pytest.mark.slow
 def test_a_nan_order_rank_is_placed_last_charged_in_full_and_counted(params, reset, step):
     """Every accepted line is charged its own cost, whatever the ranks, and NaN ranks go last, by product: the
     funds cover the lines placed before a given point and, of what is left, less than any later line, so the
@@ -142,6 +143,7 @@ def test_single_line_orders_are_charged_as_the_order_matrix_charges_them():
         assert [bool(accepted[j, k]) for j, k, *_ in seq] == np.asarray(got)[: len(seq)].tolist()
 
 
+@pytest.mark.slow
 def test_a_dense_order_and_the_same_single_line_orders_give_the_same_day(env, params, reset, step):
     """``orders.as_lines``: an order matrix with invalid entries, a call order and refusals for want of funds
     gives the same observation, state, reward and records through ``Action.lines``, bit for bit."""
