@@ -1,16 +1,25 @@
 import os
 import tempfile
 
-# One persistent compilation cache for the session, shared by the pytest-xdist workers (same run id) and
-# the subprocesses and notebook kernels the tests start: a program compiled once (same shapes, same
-# devices) is not compiled again.
+# One persistent compilation cache, shared by the pytest-xdist workers and the subprocesses and notebook
+# kernels the tests start: a program compiled once (same shapes, same devices) is not compiled again. A
+# developer's runs share one across runs too (~/.cache/rbjax/test-xla: the developers' loop, `pytest -m "not
+# slow"`, then compiles only the programs a change touched; JAX keys each entry by the program, the compiler
+# and its flags, so a stale entry is never used). CI (CI=true) and RBJAX_TEST_FRESH_CACHE=1 start from an empty
+# cache per run, so the suite's time there includes every compilation.
 _run = os.environ.get("PYTEST_XDIST_TESTRUNUID")
-os.environ.setdefault(
-    "JAX_COMPILATION_CACHE_DIR",
-    os.path.join(tempfile.gettempdir(), f"rbjax-test-jax-cache-{_run}")
-    if _run
-    else tempfile.mkdtemp(prefix="rbjax-test-jax-cache-"),
+_fresh = any(
+    os.environ.get(v, "").strip().lower() in ("true", "1", "yes") for v in ("CI", "RBJAX_TEST_FRESH_CACHE")
 )
+if _fresh:
+    _cache = (
+        os.path.join(tempfile.gettempdir(), f"rbjax-test-jax-cache-{_run}")
+        if _run
+        else tempfile.mkdtemp(prefix="rbjax-test-jax-cache-")
+    )
+else:
+    _cache = os.path.join(os.path.expanduser("~"), ".cache", "rbjax", "test-xla")
+os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", _cache)
 
 # Cache every program, not only those that took a second to compile: the CLI, notebook and wheel tests start
 # fresh processes that would otherwise compile the same many small programs again (train ppo: 24 s -> 17 s).
