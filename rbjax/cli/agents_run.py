@@ -166,7 +166,9 @@ def main_policy_slice(args) -> None:
         from_slice=slice_settings(states),
     )
     write_run_json(args.out, settings)
-    slice_summary(args, rec, None, sl, f"{args.policy}_stores.csv")
+    from rbjax.agents.runs.folder import stores_csv
+
+    slice_summary(args, rec, None, sl, stores_csv(args.model, "policy"))
 
 
 def slice_summary(args, rec, tools, sl, csv: str) -> None:
@@ -316,9 +318,10 @@ def main_llm(args) -> None:
         f"{tools['requests'].sum():,} requests in the run)"
     )
     save_records(os.path.join(args.out, "records.npz"), rec)
-    name = re.sub(r"[^A-Za-z0-9_.-]+", "_", args.model)
     if sl is not None:
-        return slice_summary(args, rec, tools, sl, f"{name}_{args.framework}_stores.csv")
+        from rbjax.agents.runs.folder import stores_csv
+
+        return slice_summary(args, rec, tools, sl, stores_csv(args.model, args.framework))
     summary(args, rec, tools)
 
 
@@ -337,8 +340,9 @@ def summary(args, rec, tools) -> None:
     print(metrics.format_compare(metrics.compare(table, reference, columns, label=label, days=args.days)))
     alive = np.asarray(rec.alive, bool)
     print(metrics.format_survival(alive))
-    name = re.sub(r"[^A-Za-z0-9_.-]+", "_", args.model)
-    with atomic_file(os.path.join(args.out, f"{name}_{args.framework}_stores.csv")) as f:
+    from rbjax.agents.runs.folder import stores_csv
+
+    with atomic_file(os.path.join(args.out, stores_csv(args.model, args.framework))) as f:
         table.to_csv(f, index_label="store")
     write_survival(os.path.join(args.out, "survival.png"), {f"{args.model} ({args.framework})": alive})
     print(f"wrote {args.out}")

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import re
 from collections.abc import Iterator
 
 import numpy as np
@@ -22,7 +21,7 @@ import pandas as pd
 from rbjax.agents.analysis import diagnostics
 from rbjax.agents.analysis.replay import ReplayResult, replay
 from rbjax.agents.analysis.run_diagnosis import load_run_catalog, product_categories
-from rbjax.agents.runs.folder import read_settings, read_traces, resumable
+from rbjax.agents.runs.folder import read_settings, read_traces, resumable, stores_csv
 from rbjax.agents.tools.trace import check_tokens, read
 from rbjax.runners import metrics
 from rbjax.runners.record_files import atomic_file
@@ -143,12 +142,7 @@ def rescore(
 
 def run_csv(run_dir: str, settings: dict) -> str | None:
     """The per-store CSV ``agents run`` wrote into the folder, None when there is none."""
-    model, framework = str(settings.get("model", "")), settings.get("framework")
-    if framework == "policy":
-        name = f"{model.partition(':')[2]}_stores.csv"
-    else:
-        name = f"{re.sub(r'[^A-Za-z0-9_.-]+', '_', model)}_{framework}_stores.csv"
-    path = os.path.join(run_dir, name)
+    path = os.path.join(run_dir, stores_csv(str(settings.get("model", "")), settings.get("framework")))
     return path if os.path.exists(path) else None
 
 

@@ -15,6 +15,7 @@ import dataclasses
 import glob
 import json
 import os
+import re
 import shutil
 
 from rbjax.agents.tools.trace import check_call, read
@@ -84,6 +85,14 @@ def prepare_folder(
         else:
             os.remove(path)
     os.makedirs(out, exist_ok=True)
+
+
+def stores_csv(model: str, framework: str) -> str:
+    """The name of the per-store CSV ``rbjax agents run`` writes into its folder: ``NAME_stores.csv`` for
+    ``policy:NAME``, else the model's name (characters a file name may not hold as ``_``) and the framework."""
+    if framework == "policy":
+        return f"{model.partition(':')[2]}_stores.csv"
+    return f"{re.sub(r'[^A-Za-z0-9_.-]+', '_', model)}_{framework}_stores.csv"
 
 
 def store_folders(run: str) -> list[int]:
