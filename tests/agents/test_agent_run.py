@@ -139,6 +139,33 @@ def test_order_lines_through_the_engine(env, agent_params, keys):
     assert delivered == {arrivals[0]: 100, arrivals[1]: 50}
 
 
+def test_a_store_not_stepped_keeps_its_morning(env, agent_params, keys):
+    """A step of some stores leaves the others' morning as it was, observation included (on hand and waiting
+    units): a store's day does not depend on which stores share a flush."""
+    engine = AgentEngine(env, agent_params, keys[:2])
+    stores = make_stores(engine, None)
+    for _ in range(3):  # both stores order every product, then sell and receive
+        for s in stores:
+            today = engine.today(s.store)
+            s.begin_day(today)
+            j = int(np.argmin(today.lead[:, 0]))
+            s.call(
+                "place_order",
+                {"items": [{"sku_id": s.names.skus[j], "quantity": 200}], "supplier_id": "supplier_1"},
+            )
+        stepped = engine.step({s.store: s.day_action() for s in stores})
+        for s in stores:
+            s.finish_day(*stepped[s.store], engine.today(s.store))
+    stores[0].begin_day(engine.today(0))
+    before = engine.today(1)
+    engine.step({0: stores[0].day_action()})
+    after = engine.today(1)
+    for field in ("on_hand", "waiting", "prices", "shelf"):
+        np.testing.assert_array_equal(getattr(after, field), getattr(before, field), err_msg=field)
+    assert (after.day, after.funds) == (before.day, before.funds)
+    assert engine.today(0).day == 4
+
+
 def test_a_scripted_agent_day_is_recorded_in_the_ledger_and_trace(env, agent_params, keys, tmp_path):
     engine = AgentEngine(env, agent_params, keys)
     stores = make_stores(engine, str(tmp_path))

@@ -136,7 +136,7 @@ class AgentEngine:
             lines=OrderLines.sized(**lines),
         )
         self.obs, self.state, info, detail, lead = self.programs["step"](
-            self.k_run, self.state, action, active, self.params
+            self.k_run, self.obs, self.state, action, active, self.params
         )
         self.version += 1
         info, detail = jax.device_get((info, detail))
@@ -203,15 +203,16 @@ def _build_programs(env: Env) -> dict:
     def lead_today(k_run, state):
         return env.lead_days(day_keys(k_run, state.day)[1], state)
 
-    def step_one(k_run, state, action, active, params):
+    def step_one(k_run, obs, state, action, active, params):
         _, k_env = day_keys(k_run, state.day)
-        obs, new, _, _, _, info, detail = env.step_detailed(k_env, state, action, params)
-        new = jax.tree.map(lambda n, o: jnp.where(active, n, o), new, state)
-        return obs, new, info, detail, lead_today(k_run, new)
+        new_obs, new, _, _, _, info, detail = env.step_detailed(k_env, state, action, params)
+        keep = lambda n, o: jnp.where(active, n, o)  # noqa: E731  a store not stepped keeps its morning
+        new, new_obs = jax.tree.map(keep, new, state), jax.tree.map(keep, new_obs, obs)
+        return new_obs, new, info, detail, lead_today(k_run, new)
 
     return {
         "reset": jax.jit(jax.vmap(env.reset_detailed, in_axes=(0, None))),
         "lead": jax.jit(jax.vmap(lead_today)),
-        "step": jax.jit(jax.vmap(step_one, in_axes=(0, 0, 0, 0, None)), donate_argnums=(1,)),
+        "step": jax.jit(jax.vmap(step_one, in_axes=(0, 0, 0, 0, 0, None)), donate_argnums=(1, 2)),
         "pay": jax.jit(orders.check_lines, static_argnums=(4,)),
     }
