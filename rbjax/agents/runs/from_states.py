@@ -1,7 +1,7 @@
 """An agent run from a slices folder (``rbjax agents run --from-states DIR --at D``): ``open_from_states`` reads
-the folder (``rbjax.runners.slices_folder``), makes the env of the run that saved it, and brings its stores to
-the snapshot's day through the tools (``slices.open_slice``); ``slice_settings`` is what ``run.json`` records
-of such a run.
+the folder (``rbjax.runners.slices_folder``), makes the env of the run that saved it, and opens its stores on
+the snapshot's day with their tool history (``slices.open_slice``, ``history``); ``slice_settings`` is what
+``run.json`` records of such a run.
 
 >>> env, sl, settings = open_from_states("slices/oracle", at=90, days=30, stores=8)
 >>> records = run_policy_slice(sl, *rbjax.policies.make("base_stock", env), out="runs/bs_d90")   # [8, 30]
@@ -14,6 +14,8 @@ from collections.abc import Callable
 
 import numpy as np
 
+from rbjax.agents.runs import history
+from rbjax.agents.runs.loop import empty_ledger
 from rbjax.agents.runs.slices import AgentSlice, open_slice
 from rbjax.env import Env, OptionError, make_env
 from rbjax.runners.paired import check_slice_days
@@ -37,13 +39,14 @@ def open_from_states(
 ) -> tuple[Env, AgentSlice, dict]:
     """(env, AgentSlice, settings) for a run from the slices folder ``folder``: the env of the slices' run (its
     slices.json: grouping, supplier attempts, data), the snapshot's first ``stores`` stores (default: all)
-    brought to the snapshot's day (``at``: needed when the folder holds several) by the slices' policy through
-    the tools, for ``days`` days (default: to the horizon), beside ``reference`` (a policy name; default: the
-    oracle).
+    on the snapshot's day (``at``: needed when the folder holds several) with their tool history (the folder's
+    ``tools_day_{D:03d}.npz`` when it holds them; else made by playing the slices' policy, and kept there for
+    the next run: ``history``), for ``days`` days (default: to the horizon), beside ``reference`` (a policy
+    name; default: the oracle).
 
     grouping, supplier_attempts, seed: None, or the slices' own (anything else is refused: the env must be the
     one the slices were made in); data: the catalogue folder (default: the slices'). progress: a line every N
-    days of the warm-up. note: called with a line saying what the warm-up replays (the CLI prints it).
+    days of the warm-up. note: called with a line saying where the stores' past comes from (the CLI prints it).
     tool_options: as ``make_stores``. settings: the run's resolved settings, {``SLICE_FIELDS``, grouping,
     supplier_attempts, seed, data} (``slice_settings`` keeps what run.json records). Raises ValueError (one
     line, worded with the command's flags) for a folder, manifest, snapshot or option that does not fit.
@@ -70,11 +73,14 @@ def open_from_states(
     except ValueError as e:
         raise ValueError(f"--from-states {folder}: its policy {source}: {e}") from None
     reference = reference or "oracle"
+    past = history.stored(folder, day, start.path, empty_ledger(env, snap.env_params(env)), stores)
     if note is not None:
-        note(
-            f"slice: day {day} of {folder}, {stores} stores; replaying {day} days of {source} through the "
-            "tools"
+        how = (
+            "its tool history from " + history.history_name(day)
+            if past
+            else f"playing {day} days of {source}"
         )
+        note(f"slice: day {day} of {folder}, {stores} stores; {how}")
     sl = open_slice(
         env,
         snap,
@@ -84,8 +90,11 @@ def open_from_states(
         stores=stores,
         reference=policies.make(reference, env),
         progress=progress,
+        past=past,
         **tool_options,
     )
+    if past is None:
+        history.keep(folder, day, start.path, sl.stores, note)
     settings = {
         "from_states": os.path.abspath(folder),
         "at": day,

@@ -31,7 +31,13 @@ from rbjax.state import DayInfo
 
 def new_ledger(engine: AgentEngine) -> StoreLedger:
     """An empty ledger of one of ``engine``'s stores: from the first pre-opening day to the horizon's end."""
-    cfg, params = engine.env.config, engine.params
+    return empty_ledger(engine.env, engine.params)
+
+
+def empty_ledger(env, params) -> StoreLedger:
+    """An empty ledger of a store of ``env`` under ``params``: from the first pre-opening day to the horizon's
+    end."""
+    cfg = env.config
     first_cal = int(params.open_day) - cfg.history_days
     days = cfg.history_days + int(params.horizon) + 1
     return StoreLedger(first_cal, days, cfg.num_products, cfg.num_suppliers)

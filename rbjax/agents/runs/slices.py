@@ -2,12 +2,14 @@
 
 A slices folder (``rbjax run --policy P --save-states DIR --every D``) holds every store after ``D`` days of
 policy ``P`` (``rbjax.runners.snapshots``). ``open_slice`` brings an agent engine to that day the way the
-tools would have seen it: it plays the first ``D`` days again by driving the source policy through the tools
-(``policy_agent``; no trace, no notes), so the stores' ledgers hold what the tools show (the sales and price
-history, reviews, the orders placed and still pending, the news shown), and then checks that the engine's
-state is the snapshot's (``check_state``: bit for bit, floats to an ulp or so) and starts the agents from the
-snapshot's state itself. The agent then plays ``days`` days (``run_policy_slice`` for a policy,
-``run_llm_agents(..., start=slice)`` for a language model).
+tools would have seen it, so the stores' ledgers hold what the tools show (the sales and price history,
+reviews, the orders placed and still pending, the news shown). Given the stores' tool history
+(``history.ToolHistory``: the file ``tools_day_{D:03d}.npz`` beside the snapshot) it takes their past from
+it and starts from the snapshot's state, playing no day again. Without one it plays the first ``D`` days of
+the source policy with the policy driver's calls (``history.warm_up``; no trace, no notes), checks that the
+engine's state is the snapshot's (``check_state``: bit for bit, floats to an ulp or so) and starts the
+agents from the snapshot's state itself. The agent then plays ``days`` days (``run_policy_slice`` for a
+policy, ``run_llm_agents(..., start=slice)`` for a language model).
 
 Each morning the agent plays, the reference policy (the oracle by default) is asked what it would do in the
 same store on the same morning, with ``rollout``'s keys, and the products whose price, shelf membership or
@@ -33,6 +35,7 @@ import numpy as np
 import pandas as pd
 
 from rbjax.agents.engine.batch import AgentEngine
+from rbjax.agents.runs import history
 from rbjax.agents.runs.loop import make_stores, run_async, stack_records
 from rbjax.agents.runs.policy import PolicyDriver
 from rbjax.agents.tools.store import StoreTools
@@ -196,6 +199,7 @@ def open_slice(
     reference=None,
     max_lines: int = 256,
     progress: int = 0,
+    past: history.ToolHistory | None = None,
     **tool_options,
 ) -> AgentSlice:
     """The first ``stores`` stores of ``snapshot`` (default: all) on an agent engine, brought to the
@@ -203,7 +207,8 @@ def open_slice(
 
     days: the days the agents will play (default: to the horizon). reference: (policy, params) asked each
     morning and run for comparison (default: the oracle). progress: a line every N days of the warm-up (0:
-    none). tool_options: as ``make_stores``.
+    none). past: the stores' ``history.ToolHistory`` on the snapshot's day (at least ``stores`` stores): the
+    tools take their past from it and nothing is played again. tool_options: as ``make_stores``.
     Raises ValueError (one line) when the snapshot does not fit (per-store params, too many stores, a store
     closed before its day, a slice past the horizon) and when the warm-up does not reproduce the snapshot's
     state (``check_state``), naming the first field that differs. Float fields reproduced only to within
@@ -239,12 +244,20 @@ def open_slice(
     )
     engine = SliceEngine(env, params, sub.keys, max_lines)
     tools = make_stores(engine, None, **tool_options)
-    if day:
-        driver = PolicyDriver(engine, policy, policy_params)
-        asyncio.run(run_async(engine, tools, driver.act, progress=progress, stop=day))
-    near = check_state(engine, sub)
-    if near:  # float leaves an ulp or so apart: the agents start from the saved state itself
-        _adopt(engine, sub)
+    if past is not None:  # the tools' past from the history file: the engine takes the snapshot's state
+        if past.day != day or past.num_stores < S:
+            raise ValueError(
+                f"the tool history is of {past.num_stores} stores on day {past.day}, not {S} on day {day}"
+            )
+        for s, store in enumerate(tools):
+            past.give(s, store)
+        near = []
+        adopt(engine, sub)
+    else:
+        history.warm_up(engine, tools, policy, policy_params, day, progress)
+        near = check_state(engine, sub)
+        if near:  # float leaves an ulp or so apart: the agents start from the saved state itself
+            adopt(engine, sub)
     engine.reference = policies.make("oracle") if reference is None else tuple(reference)
     return AgentSlice(engine, tools, sub, int(days), *engine.reference, near)
 
@@ -295,14 +308,16 @@ def check_state(engine: AgentEngine, snapshot: Snapshot, rtol: float = FLOAT_RTO
     return near
 
 
-def _adopt(engine: AgentEngine, snapshot: Snapshot) -> None:
-    """The engine's first S stores take the snapshot's state exactly (and the observation made from it)."""
+def adopt(engine: AgentEngine, snapshot: Snapshot) -> None:
+    """The engine's first S stores take the snapshot's state exactly (and the observation and today's lead
+    draws made from it)."""
     S = snapshot.num_stores
     state = jax.tree.map(
         lambda b, n: b.at[:S].set(jax.numpy.asarray(n, b.dtype)), engine.state, snapshot.state
     )
     engine.state = state
     engine.obs = observer(engine.env, None, ())(state, engine.params)
+    engine.lead = np.asarray(engine.programs["lead"](engine.k_run, state))
     engine.version += 1
     engine._pull()
 

@@ -1,0 +1,247 @@
+"""A pool of store slots over one batched engine: many language-model sessions, one step a day for all.
+
+``SessionPool(slots)`` holds an ``AgentEngine`` of ``slots`` stores. ``open(task)`` puts the task's store
+(its snapshot state, its episode key and its tool history) into a free slot and returns a ``Session``: the
+21 tools over that store with the benchmark's day protocol. ``end_today`` parks the store; one engine step
+serves every parked store, whatever task or day each is on (a store's day depends only on its own key, day
+and calls: ``AgentEngine``), so thousands of concurrent episodes cost one step a day.
+
+Two ways to drive a pool, one per pool:
+- synchronous: ``session.end_today()`` steps at once; ``pool.end_days(sessions)`` ends many days in one step;
+- asyncio (servers, trainers): ``await session.aend_today()`` parks and a ``DayScheduler`` flushes when every
+  live session has parked, or ``max_wait`` seconds after the first.
+
+>>> pool = SessionPool.for_task(tasks[0], slots=64)
+>>> s = pool.open(tasks[0])
+>>> s.call("view_inventory"); s.call("place_order", {...}); s.end_today()
+>>> s.finish().reward
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from rbjax.agents.engine.batch import AgentEngine
+from rbjax.agents.engine.scheduler import DayScheduler
+from rbjax.agents.formats import Names
+from rbjax.agents.runs.loop import empty_ledger
+from rbjax.agents.tools.store import StoreTools
+from rbjax.lm.opening import DayStart, open_day_start
+from rbjax.lm.rewards import check_kind
+from rbjax.lm.session import Session, SessionError
+from rbjax.lm.tasks import Task
+from rbjax.runners.snapshots import params_fingerprint
+
+
+class PoolEngine(AgentEngine):
+    """An ``AgentEngine`` whose slots take stores from anywhere: ``load(slot, state, key)``."""
+
+    def load(self, slot: int, state, key: jax.Array) -> None:
+        """Slot ``slot`` becomes the store of ``state`` (EnvState leaves without the store axis) and episode key
+        ``key`` (its day ``d`` uses ``fold_in(split(key)[1], d)``, as in ``rollout``): its state, observation,
+        today's lead draws and host view. The other slots are untouched."""
+        k_run = jax.random.split(key)[1]
+        self.obs, self.state, self.k_run, lead = _load_program(self.env)(
+            self.obs, self.state, self.k_run, jnp.int32(slot), state, k_run, self.params
+        )
+        self.lead = np.array(self.lead)
+        self.lead[slot] = np.asarray(lead)
+        self.seeds[slot] = int(np.asarray(jax.random.key_data(k_run))[-1])
+        self.version += 1
+        self._pull_row(slot)
+
+    def _pull_row(self, slot: int) -> None:
+        """Refresh the host view of one slot (``_pull`` refreshes all)."""
+        row = jax.device_get(jax.tree.map(lambda x: x[slot], self._host_tree()))
+        self.host = jax.tree.map(_writable, self.host)
+        jax.tree.map(lambda h, r: h.__setitem__(slot, r), self.host, row)
+
+    def _host_tree(self) -> dict:
+        s = self.state
+        return dict(
+            day=s.day,
+            funds=s.funds,
+            net_worth=s.net_worth,
+            prices=s.prices,
+            shelf=s.shelf,
+            on_hand=self.obs.on_hand,
+            waiting=self.obs.waiting,
+            lots=s.lots,
+            news=s.news,
+            suppliers=s.suppliers,
+            world=s.world,
+            done=s.done,
+        )
+
+
+def _writable(x):
+    x = np.asarray(x)
+    return x if x.flags.writeable else x.copy()
+
+
+def _load_program(env):
+    from rbjax.kernels.rng import day_keys
+    from rbjax.runners import programs
+
+    def build():
+        def load(obs, state, k_run, slot, new_state, new_key, params):
+            new_obs = env.observe(new_state, params)
+            lead = env.lead_days(day_keys(new_key, new_state.day)[1], new_state)
+            put = lambda b, n: jax.lax.dynamic_update_index_in_dim(b, jnp.asarray(n, b.dtype), slot, 0)  # noqa: E731
+            k_run = jax.random.wrap_key_data(
+                put(jax.random.key_data(k_run), jax.random.key_data(new_key)), impl=jax.random.key_impl(k_run)
+            )
+            return jax.tree.map(put, obs, new_obs), jax.tree.map(put, state, new_state), k_run, lead
+
+        return jax.jit(load, donate_argnums=(0, 1))
+
+    return programs.cached("lm.load_slot", build, env)
+
+
+class SessionPool:
+    """``slots`` store slots over one ``PoolEngine`` for tasks of one env and params (their slices folders'
+    run). reward: the kind of reward sessions report (``rewards.KINDS``). idle_timeout: seconds after which
+    ``reap`` closes a session that made no call (None: never). tool_options: as ``StoreTools`` (code limits,
+    explicit news). ``sessions``: {id: Session} of the open sessions."""
+
+    def __init__(
+        self,
+        start: DayStart,
+        slots: int = 64,
+        reward: str = "relative",
+        idle_timeout: float | None = None,
+        max_lines: int = 256,
+        max_wait: float = 0.1,
+        **tool_options,
+    ):
+        from rbjax.checks import need_count
+
+        need_count("slots", slots)
+        self.reward_kind = check_kind(reward)
+        self.env, self.params = start.env, start.params
+        self.fingerprint = _env_id(start)
+        keys = jax.random.split(jax.random.key(0), int(slots))
+        self.engine = PoolEngine(self.env, self.params, keys, max_lines)
+        self.slots = int(slots)
+        self.names = Names(self.env.catalog, self.env.config.num_suppliers)
+        self.idle_timeout, self.tool_options = idle_timeout, tool_options
+        self.starts: dict[tuple[str, int], DayStart] = {(start.folder, start.day): start}
+        self.free = list(range(self.slots))[::-1]
+        self.sessions: dict[str, Session] = {}
+        self.scheduler = DayScheduler(self.engine, max_wait)
+        self._ids = itertools.count()
+        self.opened = self.closed = 0
+
+    @classmethod
+    def for_task(cls, task: Task, slots: int = 64, **options) -> SessionPool:
+        """A pool for tasks of ``task``'s run (its slices folder's env and params)."""
+        return cls(open_day_start(task.from_states, task.day, stores=task.store + 1), slots, **options)
+
+    # ------------------------------------------------------------------ opening and closing
+    def start_of(self, task: Task) -> DayStart:
+        """The ``DayStart`` of ``task``'s snapshot day (read once per (folder, day)), with the history of its
+        store; ValueError when its run's env or params are not the pool's."""
+        key = (task.from_states, task.day)
+        start = self.starts.get(key)
+        if start is None or start.history.num_stores <= task.store:
+            start = open_day_start(task.from_states, task.day, stores=task.store + 1)
+            if _env_id(start) != self.fingerprint:
+                raise ValueError(
+                    f"task {task.id}: its run ({task.from_states}) has another env or params than this pool's"
+                )
+            self.starts[key] = start
+        return start
+
+    def open(self, task: Task, session_id: str | None = None) -> Session:
+        """A new session on ``task`` in a free slot: the store on the task's morning, its first day begun (the
+        runner's two morning views issued). ValueError for a task that does not fit; SessionError when every
+        slot is taken."""
+        if not self.free:
+            raise SessionError(f"every one of the pool's {self.slots} slots is taken (close a session first)")
+        start = self.start_of(task)
+        if task.day + task.days > start.horizon:
+            raise ValueError(
+                f"task {task.id}: day {task.day} + {task.days} days is past the horizon {start.horizon}"
+            )
+        if task.store >= start.snapshot.num_stores or np.asarray(start.snapshot.state.done)[task.store]:
+            raise ValueError(f"task {task.id}: store {task.store} is not an open store of day {task.day}")
+        slot = self.free.pop()
+        state, key = start.row(task.store)
+        self.engine.load(slot, state, key)
+        tools = StoreTools(
+            slot,
+            self.names,
+            empty_ledger(self.env, self.params),
+            self.engine.seeds[slot],
+            self.engine.pay,
+            float(self.params.rent),
+            int(self.params.capacity),
+            None,
+            self.engine.max_lines,
+            self.engine.news_seed(slot),
+            **self.tool_options,
+        )
+        start.history.give(task.store, tools)
+        sid = session_id or f"s{next(self._ids)}"
+        if sid in self.sessions:
+            self.free.append(slot)
+            raise SessionError(f"session {sid!r} is already open")
+        session = Session(self, sid, task, slot, tools)
+        self.sessions[sid] = session
+        self.scheduler.join(slot)
+        self.opened += 1
+        return session
+
+    def close(self, session: Session | str) -> None:
+        """Free a session's slot (its store is never stepped again); closing twice is harmless."""
+        session = self.sessions.pop(session if isinstance(session, str) else session.id, None)
+        if session is None:
+            return
+        session.closed = True
+        self.scheduler.leave(session.slot)
+        self.free.append(session.slot)
+        self.closed += 1
+
+    def get(self, session_id: str) -> Session:
+        """The open session ``session_id``; SessionError when there is none."""
+        try:
+            return self.sessions[session_id]
+        except KeyError:
+            raise SessionError(
+                f"no open session {session_id!r} (closed, timed out or never opened)"
+            ) from None
+
+    def reap(self, now: float | None = None) -> list[str]:
+        """Close the sessions idle longer than ``idle_timeout``; returns their ids."""
+        if self.idle_timeout is None:
+            return []
+        now = time.monotonic() if now is None else now
+        idle = [s.id for s in self.sessions.values() if now - s.last_call > self.idle_timeout]
+        for sid in idle:
+            self.close(sid)
+        return idle
+
+    # ------------------------------------------------------------------ days
+    def end_days(self, sessions: list[Session]) -> dict[str, str]:
+        """End today for ``sessions`` in one engine step (synchronous driving); returns {id: end_today's text
+        and the next morning's views}."""
+        for s in sessions:
+            s.check_open()
+        stepped = self.engine.step({s.slot: s.tools.day_action() for s in sessions})
+        return {s.id: s.after_step(stepped[s.slot]) for s in sessions}
+
+    def close_all(self) -> None:
+        for sid in list(self.sessions):
+            self.close(sid)
+        self.scheduler.close()
+
+
+def _env_id(start: DayStart) -> tuple:
+    """What tasks sharing a pool must share: the catalogue, the config and the params."""
+    m = start.manifest
+    return (m.get("data"), m["grouping"], m["supplier_attempts"], params_fingerprint(start.params))

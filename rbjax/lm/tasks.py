@@ -1,0 +1,194 @@
+"""Tasks for language models: one row per (snapshot, store, start day, horizon), with the reference's gain.
+
+A task is a store of a slices folder (``rbjax run --policy P --save-states DIR --every D``) taken over on
+the morning of day ``day`` for ``days`` days. Its row holds everything needed to open it (the folder, the
+day, the store, the env it was made in) and what the reference policy (the oracle by default) gains on the
+same slice with the same random numbers (``reference_gain``), so a session's reward is one subtraction.
+``make_tasks`` writes the rows as JSON Lines (``write_tasks``), a file dataset libraries read as is;
+``read_tasks`` reads them back, every field checked.
+
+>>> tasks = make_tasks("slices/oracle", days=2, at=[30, 90], stores=8)     # 16 tasks
+>>> write_tasks(tasks, "tasks.jsonl")
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from collections.abc import Sequence
+
+import numpy as np
+
+PROMPT = (
+    "You manage store {store} of a supermarket chain from {date} for {days} day(s). Each day, look at the "
+    "store with the tools, set prices, choose the shelf and order from suppliers, then call end_today. "
+    "Your score is the store's net-worth gain over these days, compared with a reference manager's."
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class Task:
+    """One slice: store ``store`` of the slices folder ``from_states`` on the morning of day ``day``, for
+    ``days`` days. reference_gain: the reference policy's net-worth gain over the same days with the same
+    random numbers; start_net_worth: the store's net worth that morning; scale: the reward's divisor
+    (``rewards.scale``). prompt: a chat prompt ([{role, content}]) that opens the task."""
+
+    id: str
+    from_states: str
+    day: int
+    store: int
+    days: int
+    source_policy: str
+    reference: str
+    reference_gain: float
+    start_net_worth: float
+    scale: float
+    seed: int
+    grouping: str
+    supplier_attempts: int
+    data: str | None
+    prompt: list
+
+    def to_row(self) -> dict:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_row(cls, row, where: str = "task") -> Task:
+        """The task of a tasks file's row (a dict); ValueError (one line) naming ``where`` and the field."""
+        return cls(**check_row(row, where))
+
+
+FIELDS = {
+    "id": str,
+    "from_states": str,
+    "day": int,
+    "store": int,
+    "days": int,
+    "source_policy": str,
+    "reference": str,
+    "reference_gain": float,
+    "start_net_worth": float,
+    "scale": float,
+    "seed": int,
+    "grouping": str,
+    "supplier_attempts": int,
+    "data": (str, type(None)),
+    "prompt": list,
+}
+
+
+def check_row(row, where: str) -> dict:
+    """``row`` with every ``FIELDS`` entry of the right type (ints as ints, numbers as floats); extra keys (a
+    dataset's own columns) are dropped. ValueError (one line) for a missing or mistyped field."""
+    if not isinstance(row, dict):
+        raise ValueError(f"{where}: a task must be a JSON object, got {type(row).__name__}")
+    out = {}
+    for name, kind in FIELDS.items():
+        if name not in row:
+            raise ValueError(f"{where}: field {name!r} is missing")
+        v = row[name]
+        if kind is float and isinstance(v, int | float) and not isinstance(v, bool) and np.isfinite(v):
+            v = float(v)
+        elif kind is int and isinstance(v, float) and v.is_integer():
+            v = int(v)
+        if isinstance(v, bool) or not isinstance(v, kind):
+            want = {int: "an int", float: "a finite number", str: "a string", list: "a list"}.get(
+                kind, "a path or null"
+            )
+            raise ValueError(f"{where}: field {name!r} must be {want}, got {v!r}"[:300])
+        out[name] = v
+    for name in ("day", "store"):
+        if out[name] < 0:
+            raise ValueError(f"{where}: field {name!r} must be >= 0, got {out[name]}")
+    if out["days"] < 1 or out["scale"] <= 0:
+        raise ValueError(
+            f"{where}: fields 'days' and 'scale' must be positive, got {out['days']}, {out['scale']}"
+        )
+    return out
+
+
+def task_id(policy: str, seed: int, day: int, store: int, days: int) -> str:
+    return f"{policy}-s{seed}-d{day:03d}-st{store:04d}-n{days}"
+
+
+def make_tasks(
+    folder: str,
+    days: int,
+    at: Sequence[int] | None = None,
+    stores: int | None = None,
+    reference: str = "oracle",
+    progress: int = 0,
+    note=None,
+) -> list[Task]:
+    """The tasks of a slices folder: for each snapshot day in ``at`` (default: every one) and each of its
+    first ``stores`` open stores (default: all), the slice of ``days`` days, with ``reference``'s gain on it
+    (``snapshots.rollout_from`` with the stores' own keys). The stores' tool history is made once per day
+    and kept in the folder (``agents.runs.history``), so opening a task never plays a day again.
+    note: called with a line per snapshot day. ValueError (one line) for a folder, day or size that does not
+    fit."""
+    from rbjax.lm.opening import open_day_start
+    from rbjax.runners.slices_folder import open_slices_folder, read_manifest
+
+    manifest = read_manifest(folder)
+    days_in = sorted(int(d) for d in manifest.get("files", {})) if at is None else list(at)
+    if not days_in:
+        raise ValueError(f"--from-states {folder}: the folder holds no snapshot")
+    tasks = []
+    for day in days_in:
+        open_slices_folder(folder, day)  # checks the day exists, one-line errors
+        start = open_day_start(folder, day, stores=stores, days=days, progress=progress, note=note)
+        gains = reference_gains(start, days, reference)
+        for s in start.open_stores(stores):
+            tasks.append(start.task(s, days, reference, float(gains[s])))
+    return tasks
+
+
+def reference_gains(start, days: int, reference: str) -> np.ndarray:
+    """[S] the reference policy's net-worth gain over ``days`` days from ``start``'s snapshot stores, played
+    through the tools on an agent engine (``history.warm_up``): the step program a session's store takes, so
+    the reference played through a session gains exactly this. (``rollout``'s scan is another XLA program:
+    a float it keeps may differ from the agent engine's by an ulp, and a decision on it may then differ.)"""
+    from rbjax import policies
+    from rbjax.agents.engine.batch import AgentEngine
+    from rbjax.agents.runs.history import warm_up
+    from rbjax.agents.runs.loop import make_stores
+    from rbjax.agents.runs.slices import adopt
+
+    snap, env = start.snapshot, start.env
+    policy, policy_params = policies.make(reference, env)
+    engine = AgentEngine(env, start.params, snap.keys)
+    adopt(engine, snap)
+    before = np.asarray(engine.host["net_worth"], np.float64)[: snap.num_stores]
+    warm_up(engine, make_stores(engine, None), policy, policy_params, snap.day + days)
+    after = np.asarray(engine.host["net_worth"], np.float64)[: snap.num_stores]
+    return after - before
+
+
+def write_tasks(tasks: Sequence[Task], path: str) -> None:
+    """``tasks`` as JSON Lines in ``path`` (one task a line; written atomically)."""
+    from rbjax.runners.record_files import atomic_file
+
+    with atomic_file(path) as f:
+        for t in tasks:
+            f.write(json.dumps(t.to_row()) + "\n")
+
+
+def read_tasks(path: str) -> list[Task]:
+    """The tasks of a JSON Lines file (``write_tasks``'s, or a dataset's with these columns); ValueError (one
+    line) naming the line and field."""
+    if not os.path.isfile(path):
+        raise ValueError(f"{path}: no such tasks file")
+    tasks = []
+    with open(path, encoding="utf-8") as f:
+        for i, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except ValueError as e:
+                raise ValueError(f"{path}:{i}: not a JSON line ({e})") from None
+            tasks.append(Task.from_row(row, f"{path}:{i}"))
+    if not tasks:
+        raise ValueError(f"{path}: holds no task")
+    return tasks
