@@ -1,0 +1,30 @@
+"""A small slices folder and its tasks, shared by the tests of ``rbjax.lm`` (module-scoped per test file)."""
+
+import pytest
+
+STORES, DAYS, EVERY, TASK_DAYS = 2, 8, 4, 2  # the slices' run: 2 oracle stores, 8 days, snapshots after 4
+
+
+def make_slices(folder) -> None:
+    """``rbjax run --policy oracle --save-states``: day_004.npz, slices.json."""
+    from rbjax.cli import main
+
+    line = f"--devices 1 run --policy oracle --stores {STORES} --days {DAYS} --every {EVERY} --progress 0"
+    main([*line.split(), "--save-states", str(folder)])
+
+
+@pytest.fixture(scope="module")
+def slices_dir(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("slices")
+    make_slices(folder)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def tasks_file(slices_dir, tmp_path_factory):
+    """tasks.jsonl of every store of day 4, 2-day slices (the tool history kept in the slices folder)."""
+    from rbjax.lm.tasks import make_tasks, write_tasks
+
+    path = tmp_path_factory.mktemp("tasks") / "tasks.jsonl"
+    write_tasks(make_tasks(str(slices_dir), days=TASK_DAYS, at=[EVERY]), str(path))
+    return path
