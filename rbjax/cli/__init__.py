@@ -20,7 +20,7 @@ import contextlib
 import os
 
 from rbjax.checks import need_count
-from rbjax.cli import agents, bench, run, sweep, train
+from rbjax.cli import agents, bench, lm, run, sweep, train
 from rbjax.cli.common import add_env_flags, add_global_options, command, fail
 
 POSITIVE = ("stores", "days", "seeds", "batch_size", "store_chunk", "max_tokens")
@@ -184,7 +184,7 @@ def parser() -> argparse.ArgumentParser:
     p = command(sub, "info", help="print the catalogue summary")
     p.add_argument("--data", default=None, help="catalogue folder (default: the shipped hard_v2 catalogue)")
     p.set_defaults(func=run.info)
-    for add in (_add_run_commands, _add_sweep, _add_train, _add_bench, agents.add):
+    for add in (_add_run_commands, _add_sweep, _add_train, _add_bench, agents.add, lm.add):
         add(sub)
     add_global_options(ap, default=None)
     return ap
@@ -234,7 +234,7 @@ def main(argv=None) -> None:
     _check_out(getattr(args, "out", None))
     import rbjax
 
-    agent_commands = (agents.main, agents.diagnose, agents.replay_run, agents.rescore_run)
+    agent_commands = (agents.main, agents.diagnose, agents.replay_run, agents.rescore_run, lm.tasks, lm.serve)
     one_device = args.func in (train.main, *agent_commands)  # keep XLA's multi-threaded kernels
     with contextlib.suppress(RuntimeError):  # called from a process that already runs JAX: keep its devices
         rbjax.setup(

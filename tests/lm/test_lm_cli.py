@@ -1,0 +1,66 @@
+"""``rbjax lm tasks`` on the command line: the tasks file, and one-line errors before any work."""
+
+import json
+
+import pytest
+from conftest import EVERY, STORES
+
+from rbjax.cli import main
+
+pytestmark = pytest.mark.slow  # a slices run and its tool history
+
+
+def test_lm_tasks_writes_one_row_per_store(slices_dir, tmp_path, capsys):
+    out = tmp_path / "tasks.jsonl"
+    main(
+        ["--devices", "1", "lm", "tasks", "--from-states", str(slices_dir), "--days", "3", "--out", str(out)]
+    )
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [(r["day"], r["store"], r["days"]) for r in rows] == [(EVERY, s, 3) for s in range(STORES)]
+    assert f"wrote {STORES} tasks (days {EVERY}, 3-day slices" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    "flags, message",
+    [
+        ("--days 99", "--days 99"),
+        ("--days 2 --at 5", "day 5"),
+        ("--days 2 --at x", "--at x: expected snapshot days"),
+        ("--days 2 --reference nobody", "--reference nobody"),
+        ("--days 2 --stores 9", "--stores 9"),
+    ],
+)
+def test_lm_tasks_errors_are_one_line(slices_dir, tmp_path, flags, message):
+    out = tmp_path / "t.jsonl"
+    with pytest.raises(SystemExit) as e:
+        main(
+            [
+                "--devices",
+                "1",
+                "lm",
+                "tasks",
+                "--from-states",
+                str(slices_dir),
+                *flags.split(),
+                "--out",
+                str(out),
+            ]
+        )
+    text = str(e.value.code)
+    assert message in text and "\n" not in text and not out.exists()
+
+
+def test_lm_tasks_refuses_an_unwritable_out_before_working(slices_dir, tmp_path):
+    with pytest.raises(SystemExit, match="cannot write"):
+        main(
+            [
+                "lm",
+                "tasks",
+                "--from-states",
+                str(slices_dir),
+                "--days",
+                "2",
+                "--out",
+                str(tmp_path / "no" / "t"),
+            ]
+        )
