@@ -8,6 +8,7 @@
   rbjax sweep --multiplier 2,4,6 --shelf 30,40 --seeds 64 --out results/   CSV + PNG per metric
   rbjax bench [--quick]                        throughput profiler (tables and a plot in benchmarks/out)
   rbjax agents run --model policy:oracle --stores 8 --days 30 --out runs/a   a policy through the agent tools
+  rbjax lm tasks --from-states slices/ --days 2 --out tasks.jsonl       tasks for training language models
 
 Stores are sharded over all devices; on a CPU the host is split into one device per core (--devices).
 --devices and --cache go before or after the command. From Python, rbjax.setup() does the same set-up.
