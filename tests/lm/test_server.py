@@ -205,11 +205,14 @@ def test_garbage_never_stops_the_server(server, client):
         b"POST /sessions HTTP/1.1\r\nContent-Length: 50\r\n\r\n{",  # then the client hangs up
     ):
         with socket.create_connection((host, int(port)), timeout=10) as sock:
-            sock.sendall(junk)
-            sock.shutdown(socket.SHUT_WR)
             answer = b""
-            while chunk := sock.recv(65536):
-                answer += chunk
+            try:  # the server may answer and hang up before reading everything (a reset here)
+                sock.sendall(junk)
+                sock.shutdown(socket.SHUT_WR)
+                while chunk := sock.recv(65536):
+                    answer += chunk
+            except OSError:
+                pass
         assert answer == b"" or answer.startswith(b"HTTP/1.1 400"), answer[:100]
     assert client.health()["open"] == 0
     s = client.open(client.tasks()[0])

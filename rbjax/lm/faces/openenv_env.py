@@ -1,0 +1,279 @@
+"""An OpenEnv (0.10) face of ``rbjax.lm``: each OpenEnv session is an ``rbjax.lm`` session of one shared pool.
+
+``make_app(tasks_path)`` returns the ASGI app (``openenv``'s ``create_app``; run it with uvicorn, or
+``rbjax lm serve --face openenv``). Every OpenEnv session gets its own ``RbjaxEnvironment`` (an
+``MCPEnvironment``) whose 21 MCP tools, named and described as the benchmark's, act on one store slot of the
+module's ``SessionPool``; ``end_today`` awaits the pool's batched step, shared by every session on the
+server's event loop.
+
+- ``reset(task=<task row or id of a served task>)`` opens a session (closing this instance's previous one);
+  its observation holds the morning's views (``text``), the session and task ids, ``tool_names`` and ``info``;
+- a tool call answers ``{"text", "done", "reward", "day"}`` (``MCPToolClient.call_tool``'s value); through
+  ``step`` (``GenericEnvClient``) the observation's ``reward`` and ``done`` are set too. A tool's failure (a bad
+  argument, an unknown name) is its error text, as the model would see it; a call on a finished episode is an
+  MCP error;
+- ``state``: {episode_id, step_count, session, task, day, done, reward};
+- the session is closed when OpenEnv closes the instance (the client disconnects or closes its session, or it
+  is idle ``idle_timeout`` seconds); ``GET /rbjax/health`` shows the pool's slots.
+
+``openenv``, ``fastmcp`` and ``uvicorn`` (``pip install 'rbjax[openenv]'``) are imported only when this
+module's classes or ``make_app`` are used.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+
+POOL = None  # the module's SessionPool (make_app)
+TASKS: dict = {}  # {id: Task} a client may name by id
+_LOOP: asyncio.AbstractEventLoop | None = None  # the server's event loop (seen at the first async reset)
+
+RESULT_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "text": {"type": "string"},
+        "done": {"type": "boolean"},
+        "reward": {"type": ["number", "null"]},
+        "day": {"type": "integer"},
+    },
+    "required": ["text", "done", "reward", "day"],
+}
+
+
+def make_app(tasks_path: str, slots: int = 256, idle_timeout: float | None = 600, **pool_options):
+    """The OpenEnv ASGI app over a new pool of ``slots`` stores for the tasks of ``tasks_path``.
+    idle_timeout: seconds after which OpenEnv closes a session that made no request (None: never).
+    pool_options: more ``SessionPool`` options (reward, max_wait, code limits). One pool per process: a
+    second call replaces the first."""
+    global POOL, TASKS
+    from openenv.core.env_server.http_server import create_app
+    from openenv.core.env_server.mcp_types import CallToolAction, CallToolObservation
+    from openenv.core.env_server.types import ConcurrencyConfig
+
+    from rbjax.lm.pool import SessionPool
+    from rbjax.lm.tasks import read_tasks
+
+    tasks = read_tasks(tasks_path)
+    if POOL is not None:
+        POOL.close_all()
+    POOL = SessionPool.for_task(tasks[0], slots=slots, **pool_options)
+    TASKS = {t.id: t for t in tasks}
+    c = classes()
+    app = create_app(
+        c["RbjaxEnvironment"],
+        CallToolAction,
+        CallToolObservation,
+        env_name="rbjax",
+        concurrency_config=ConcurrencyConfig(max_concurrent_envs=slots, session_timeout=idle_timeout or None),
+        state_cls=c["RbjaxState"],
+        reset_observation_cls=c["MorningObservation"],
+    )
+
+    @app.get("/rbjax/health")
+    async def health() -> dict:
+        return {
+            "slots": POOL.slots,
+            "open": len(POOL.sessions),
+            "free": len(POOL.free),
+            "opened": POOL.opened,
+            "closed": POOL.closed,
+            "flushes": POOL.scheduler.flushes,
+        }
+
+    @app.get("/rbjax/tasks")
+    async def task_ids() -> list:
+        return list(TASKS)
+
+    return app
+
+
+def task_of(spec):
+    """The Task of a reset's ``task``: a served task's id or a task row; ValueError (one line) otherwise."""
+    from rbjax.lm.tasks import Task
+
+    if isinstance(spec, str):
+        if spec not in TASKS:
+            raise ValueError(f"no task {spec!r} among the served tasks (GET /rbjax/tasks)"[:300])
+        return TASKS[spec]
+    if isinstance(spec, dict):
+        return Task.from_row(spec, "task")
+    raise ValueError("reset needs task=<a task row (an object) or a served task's id>")
+
+
+def _pool():
+    if POOL is None:
+        raise RuntimeError(
+            "no rbjax pool: build the app with rbjax.lm.faces.openenv_env.make_app(tasks_path)"
+        )
+    return POOL
+
+
+def _close_session(session) -> None:
+    """Close ``session`` on the server's loop (the scheduler's bookkeeping lives there); OpenEnv calls
+    ``close()`` from a worker thread."""
+    pool = session.pool
+    try:
+        running = asyncio.get_running_loop()
+    except RuntimeError:
+        running = None
+    if _LOOP is None or running is _LOOP or _LOOP.is_closed():
+        pool.close(session)
+    else:
+        _LOOP.call_soon_threadsafe(pool.close, session)
+
+
+def __getattr__(name):
+    if name in ("RbjaxEnvironment", "RbjaxState", "MorningObservation"):
+        return classes()[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+@functools.cache
+def classes() -> dict:
+    """The OpenEnv classes, made on first use (so that importing this module needs no OpenEnv)."""
+    from typing import Any
+
+    from fastmcp import FastMCP
+    from fastmcp.exceptions import ToolError
+    from fastmcp.tools import Tool
+    from fastmcp.tools.base import ToolResult
+    from mcp.types import TextContent
+    from openenv.core.env_server.mcp_environment import MCPEnvironment
+    from openenv.core.env_server.mcp_types import CallToolObservation
+    from openenv.core.env_server.types import Observation, State
+    from pydantic import Field
+    from pydantic.json_schema import SkipJsonSchema
+
+    from rbjax.agents.tools.specs import TOOL_SPECS, openai_functions
+    from rbjax.lm.session import SessionError
+
+    class RbjaxState(State):
+        session: str | None = None
+        task: str | None = None
+        day: int | None = None
+        done: bool = False
+        reward: float | None = None
+
+    class MorningObservation(Observation):
+        """A reset's observation: the morning's views (``text``), the session, its task and ``info``."""
+
+        text: str = ""
+        session: str | None = None
+        task: str | None = None
+        tool_names: list = Field(default_factory=list)
+        info: dict = Field(default_factory=dict)
+
+    class ForwardTool(Tool):
+        """A benchmark tool of one environment instance: the arguments go to the session as they are (a bad
+        one is the tool's error text, not a schema error)."""
+
+        env: SkipJsonSchema[Any] = Field(default=None, exclude=True)
+
+        async def run(self, arguments: dict[str, Any]) -> ToolResult:
+            out = await self.env.forward(self.name, arguments)
+            return ToolResult(content=[TextContent(type="text", text=out["text"])], structured_content=out)
+
+    descriptions = {f["function"]["name"]: f["function"]["description"] for f in openai_functions()}
+
+    class RbjaxEnvironment(MCPEnvironment):
+        """One OpenEnv session: an ``rbjax.lm`` session of the module's pool, opened by ``reset``."""
+
+        SUPPORTS_CONCURRENT_SESSIONS = True
+
+        def __init__(self):
+            mcp = FastMCP("rbjax")
+            for spec in TOOL_SPECS:
+                mcp.add_tool(
+                    ForwardTool(
+                        name=spec["name"],
+                        description=descriptions[spec["name"]],
+                        parameters=spec["parameters"],
+                        output_schema=RESULT_SCHEMA,
+                        env=self,
+                    )
+                )
+            super().__init__(mcp)
+            self.session = None
+            self.episode_id = None
+            self.steps = 0
+
+        # -------------------------------------------------------------- episodes
+        async def reset_async(self, seed=None, episode_id=None, task=None, **kwargs) -> MorningObservation:
+            global _LOOP
+            _LOOP = asyncio.get_running_loop()
+            pool, found = _pool(), task_of(task)
+            self.drop()
+            # loading a store changes the engine's arrays: on the thread of the batched steps, never during one
+            self.session = await _LOOP.run_in_executor(pool.scheduler._executor, pool.open, found)
+            return self._opened(episode_id)
+
+        def reset(self, seed=None, episode_id=None, task=None, **kwargs) -> MorningObservation:
+            pool, found = _pool(), task_of(task)
+            self.drop()
+            self.session = pool.scheduler._executor.submit(pool.open, found).result()
+            return self._opened(episode_id)
+
+        def _opened(self, episode_id) -> MorningObservation:
+            s = self.session
+            self.episode_id, self.steps = episode_id, 0
+            return MorningObservation(
+                text=s.morning,
+                session=s.id,
+                task=s.task.id,
+                tool_names=[t["name"] for t in TOOL_SPECS],
+                info=s.info(),
+                done=False,
+                reward=None,
+            )
+
+        async def forward(self, name: str, args: dict) -> dict:
+            s = self.session
+            if s is None:
+                raise ToolError("no episode: call reset(task=...) first")
+            try:
+                text = await s.acall(name, args)
+            except SessionError as e:
+                raise ToolError(str(e)) from None
+            return {"text": text, "done": s.done, "reward": s.reward, "day": s.day}
+
+        async def step_async(self, action, timeout_s=None, **kwargs):
+            obs = await super().step_async(action, timeout_s=timeout_s, **kwargs)
+            self.steps += 1
+            s = self.session
+            if isinstance(obs, CallToolObservation) and s is not None:
+                obs.done, obs.reward = s.done, s.reward
+            return obs
+
+        def _step_impl(self, action, timeout_s=None, **kwargs) -> Observation:
+            return Observation(metadata={"error": f"rbjax takes MCP tool calls, not {type(action).__name__}"})
+
+        @property
+        def state(self) -> RbjaxState:
+            s = self.session
+            if s is None:
+                return RbjaxState(episode_id=self.episode_id, step_count=self.steps)
+            return RbjaxState(
+                episode_id=self.episode_id,
+                step_count=self.steps,
+                session=s.id,
+                task=s.task.id,
+                day=s.day,
+                done=s.done,
+                reward=s.reward,
+            )
+
+        def drop(self) -> None:
+            s, self.session = self.session, None
+            if s is not None:
+                _close_session(s)
+
+        def close(self) -> None:
+            self.drop()
+            super().close()
+
+    return {
+        "RbjaxEnvironment": RbjaxEnvironment,
+        "RbjaxState": RbjaxState,
+        "MorningObservation": MorningObservation,
+    }

@@ -1,0 +1,112 @@
+"""rbjax.lm.faces.openenv_env: the OpenEnv app under uvicorn, driven by OpenEnv's own clients (skipped without
+OpenEnv: ``pip install 'rbjax[openenv]'``)."""
+
+import asyncio
+import json
+import threading
+import time
+import urllib.request
+
+import pytest
+
+pytest.importorskip("openenv")
+uvicorn = pytest.importorskip("uvicorn")
+
+SLOTS = 8
+
+
+@pytest.fixture(scope="module")
+def url(tasks_file):
+    from rbjax.lm.faces.openenv_env import make_app
+
+    app = make_app(str(tasks_file), slots=SLOTS, idle_timeout=600)
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    end = time.monotonic() + 120
+    while not server.started and thread.is_alive() and time.monotonic() < end:
+        time.sleep(0.05)
+    assert server.started, "uvicorn did not start"
+    host, port = server.servers[0].sockets[0].getsockname()[:2]
+    yield f"http://{host}:{port}"
+    server.should_exit = True
+    thread.join(30)
+
+
+def get(url, path):
+    with urllib.request.urlopen(url + path, timeout=30) as r:
+        return json.load(r)
+
+
+def wait_free(url, free, timeout=5.0):
+    end = time.monotonic() + timeout
+    while get(url, "/rbjax/health")["free"] != free and time.monotonic() < end:
+        time.sleep(0.05)
+    return get(url, "/rbjax/health")
+
+
+def test_two_mcp_sessions_are_isolated_and_share_steps(url):
+    from openenv.core.mcp_client import MCPToolClient
+
+    ids = get(url, "/rbjax/tasks")
+    both_open = asyncio.Event()
+    opened = []
+
+    async def episode(task):
+        async with MCPToolClient(base_url=url) as c:
+            r = await c.reset(task=task)
+            opened.append(r.observation.session)
+            if len(opened) == 2:
+                both_open.set()
+            await asyncio.wait_for(both_open.wait(), 60)
+            assert get(url, "/rbjax/health")["open"] == 2
+            names = [t.name for t in await c.list_tools()]
+            assert len(names) == 21 and "end_today" in names
+            funds = await c.call_tool("view_funds_and_date")
+            bad = await c.call_tool("place_order", items="lots", supplier_id=3)
+            assert bad["text"].startswith("Error") and not bad["done"]  # a tool's error, not a failure
+            days = 0
+            while not (out := await c.call_tool("end_today"))["done"]:
+                days += 1
+                assert out["reward"] is None
+            with pytest.raises(RuntimeError, match="finished"):
+                await c.call_tool("view_inventory")
+            return r.observation, funds, out, days
+
+    async def main():
+        return await asyncio.gather(episode(ids[0]), episode(ids[1]))
+
+    before = get(url, "/rbjax/health")["flushes"]
+    (obs0, funds0, end0, days0), (obs1, funds1, end1, days1) = asyncio.run(main())
+    assert obs0.session != obs1.session and obs0.task == ids[0] and obs1.task == ids[1]
+    assert obs0.text != obs1.text and funds0["text"] != funds1["text"]  # each its own store
+    assert end0["reward"] is not None and end1["reward"] is not None and days0 == days1 >= 1
+    assert get(url, "/rbjax/health")["flushes"] - before == days0 + 1  # one step a day for both
+    assert wait_free(url, SLOTS)["free"] == SLOTS  # leaving the client closed both sessions
+
+
+def test_generic_client_reset_step_state(url, tasks_file):
+    from openenv import GenericEnvClient
+
+    row = json.loads(tasks_file.read_text().splitlines()[0])
+
+    async def main():
+        async with GenericEnvClient(base_url=url) as g:
+            r = await g.reset(task=row)
+            assert r.observation["task"] == row["id"] and "funds balance" in r.observation["text"]
+            assert get(url, "/rbjax/health")["open"] == 1
+            r = await g.step({"type": "call_tool", "tool_name": "view_inventory", "arguments": {}})
+            assert r.observation["error"] is None and not r.done and r.reward is None
+            state = await g.state()
+            assert state["task"] == row["id"] and state["day"] == row["day"] and not state["done"]
+            while not r.done:
+                r = await g.step({"type": "call_tool", "tool_name": "end_today", "arguments": {}})
+            assert r.reward is not None and r.observation["result"]["data"]["done"]
+            state = await g.state()
+            assert state["done"] and state["reward"] == r.reward and state["day"] == row["day"] + row["days"]
+            # a second reset closes the first session of this client
+            await g.reset(task=row["id"])
+            assert get(url, "/rbjax/health")["open"] == 1
+
+    asyncio.run(main())
+    assert wait_free(url, SLOTS)["free"] == SLOTS
