@@ -61,23 +61,6 @@ class PoolEngine(AgentEngine):
         self.host = jax.tree.map(_writable, self.host)
         jax.tree.map(lambda h, r: h.__setitem__(slot, r), self.host, row)
 
-    def _host_tree(self) -> dict:
-        s = self.state
-        return dict(
-            day=s.day,
-            funds=s.funds,
-            net_worth=s.net_worth,
-            prices=s.prices,
-            shelf=s.shelf,
-            on_hand=self.obs.on_hand,
-            waiting=self.obs.waiting,
-            lots=s.lots,
-            news=s.news,
-            suppliers=s.suppliers,
-            world=s.world,
-            done=s.done,
-        )
-
 
 def _writable(x):
     x = np.asarray(x)

@@ -67,22 +67,24 @@ class AgentEngine:
         return np.asarray(accepted), np.float32(spent)
 
     def _pull(self) -> None:
+        self.host = jax.device_get(self._host_tree())
+
+    def _host_tree(self) -> dict:
+        """What ``today`` reads of the device state: [P, ...] device arrays."""
         s = self.state
-        self.host = jax.device_get(
-            dict(
-                day=s.day,
-                funds=s.funds,
-                net_worth=s.net_worth,
-                prices=s.prices,
-                shelf=s.shelf,
-                on_hand=self.obs.on_hand,
-                waiting=self.obs.waiting,
-                lots=s.lots,
-                news=s.news,
-                suppliers=s.suppliers,
-                world=s.world,
-                done=s.done,
-            )
+        return dict(
+            day=s.day,
+            funds=s.funds,
+            net_worth=s.net_worth,
+            prices=s.prices,
+            shelf=s.shelf,
+            on_hand=self.obs.on_hand,
+            waiting=self.obs.waiting,
+            lots=s.lots,
+            news=s.news,
+            suppliers=s.suppliers,
+            world=s.world,
+            done=s.done,
         )
 
     def today(self, store: int) -> Today:

@@ -2,7 +2,7 @@
 
 A store taken over on day D has a past: the sales, prices, reviews, returns and quotes of days before D,
 the orders still on their way, the news items shown. The tools read it from the store's ``StoreLedger``.
-``build`` makes those ledgers once per snapshot, by playing the slices' policy from day 0 on the agent
+``warm_up`` makes those ledgers once per snapshot, by playing the slices' policy from day 0 on the agent
 engine with the calls the policy driver makes (``policy.policy_calls``), but without rendering the read
 tools' texts: a read call is only counted, since call indices name the orders and notes. The ledgers and
 the news the tools show on day D go to ``tools_day_{D:03d}.npz`` in the slices folder (``save``); opening a
@@ -170,14 +170,6 @@ def load(path: str, like: StoreLedger, day: int, snapshot_sha256: str | None = N
         )
         news.append([dict(n) for n in entry["news_today"]])
     return ToolHistory(day, meta["snapshot_sha256"], ledgers, news, np.asarray(remain))
-
-
-def build(
-    engine: AgentEngine, stores: list[StoreTools], policy, policy_params, day: int, sha: str, progress=0
-):
-    """Warm ``stores`` up to ``day`` (``warm_up``) and return their ``ToolHistory``."""
-    warm_up(engine, stores, policy, policy_params, day, progress)
-    return of_stores(day, sha, stores)
 
 
 def history_path(folder: str, day: int) -> str:
