@@ -1,5 +1,5 @@
 """Ways of steering XLA on CPU: small reductions written as explicit adds (``fsum``), arrays computed once
-before their consumers (``materialize``), and ranks as unrolled elementwise passes (``rank``).
+before their consumers (``materialize``), and ranks as a few blocked comparisons (``rank``).
 
 XLA on CPU may sum an axis in a different order for different batch sizes, so a vmapped float
 reduction can change in its last bit when the batch is split over devices. ``fsum`` adds the slices
@@ -12,14 +12,22 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
+# rivals compared per pass in ``rank``: XLA:CPU keeps a reduction over up to 32 rows in one fused kernel (48
+# rows ran 15x slower: docs/performance.md, "The day's program")
+RANK_BLOCK = 32
+
 
 def fsum(x: jax.Array, axis: int = -1) -> jax.Array:
-    """Sum over ``axis`` in index order (sequential adds; unrolled, so keep the axis small)."""
-    x = jnp.moveaxis(x, axis, 0)
-    total = x[0]
-    for i in range(1, x.shape[0]):
-        total = total + x[i]
-    return total
+    """Sum over ``axis`` in index order (sequential adds; unrolled, so keep the axis small).
+
+    The slices come from one ``lax.split`` and keep their unit axis until the end: n + 1 operations in the
+    program for an axis of n, where indexing each slice made 3n (the same adds, so the same bits)."""
+    axis = axis % x.ndim
+    parts = jax.lax.split(x, [1] * x.shape[axis], axis=axis)
+    total = parts[0]
+    for part in parts[1:]:
+        total = total + part
+    return jnp.squeeze(total, axis)
 
 
 def materialize(*arrays: jax.Array) -> jax.Array:
@@ -49,17 +57,20 @@ def rank(
     """[J] int32 0-based position of each element of ``x`` [J] in sorted order, ties to the lower index.
 
     group [J]: positions within each element's group; among [J] bool: only these elements take places.
-    Written as an unrolled sum of elementwise passes, which XLA:CPU fuses into one kernel (far faster than
-    a [J, J] reduction, a sort, or a rolled loop that pays a kernel launch per trip).
+    Counted in blocks of ``RANK_BLOCK`` rivals: each block is a [RANK_BLOCK, J] comparison summed over its
+    rivals, which XLA:CPU fuses into one kernel. A sort, or one [J, J] reduction, runs 15x slower on CPU; one
+    elementwise pass per rival (J passes) runs as fast but makes a program 28x larger to trace and compile.
     """
     J = x.shape[0]
     idx = jnp.arange(J)
     pos = jnp.zeros(J, jnp.int32)
-    for i in range(J):
-        ahead = ((x[i] > x) if descending else (x[i] < x)) | ((x[i] == x) & (i < idx))
+    for start in range(0, J, RANK_BLOCK):
+        rival = slice(start, min(J, start + RANK_BLOCK))
+        xi, ii = x[rival, None], idx[rival, None]
+        ahead = ((xi > x) if descending else (xi < x)) | ((xi == x) & (ii < idx))
         if group is not None:
-            ahead = ahead & (group[i] == group)
+            ahead = ahead & (group[rival, None] == group)
         if among is not None:
-            ahead = ahead & among[i]
-        pos = pos + ahead
+            ahead = ahead & among[rival, None]
+        pos = pos + jnp.sum(ahead, axis=0, dtype=jnp.int32)
     return pos

@@ -1,4 +1,5 @@
-"""rbjax.ops: ordered sums and ``materialize`` (compute a sampler once, not inside every consumer)."""
+"""rbjax.kernels.xla: ordered sums, blocked ranks and ``materialize`` (compute a sampler once, not inside every
+consumer)."""
 
 import re
 
@@ -8,7 +9,7 @@ import numpy as np
 import pytest
 
 from rbjax.kernels.rng import _mix
-from rbjax.kernels.xla import fsum, materialize
+from rbjax.kernels.xla import RANK_BLOCK, fsum, materialize, rank
 
 
 def test_materialize_returns_the_same_arrays():
@@ -62,3 +63,30 @@ def test_fsum_adds_in_index_order():
     assert float(fsum(x, -1)[0]) == float(
         ((np.float32(1e8) + np.float32(1)) - np.float32(1e8)) + np.float32(1)
     )
+
+
+def _rank_reference(x, descending, group, among):
+    """Positions by a stable sort per group, among the chosen elements only (numpy)."""
+    x, group = np.asarray(x), np.asarray(group)
+    pos = np.zeros(len(x), np.int64)
+    for i in range(len(x)):
+        rivals = (group == group[i]) & among
+        better = (x > x[i]) if descending else (x < x[i])
+        pos[i] = np.sum(rivals & (better | ((x == x[i]) & (np.arange(len(x)) < i))))
+    return pos
+
+
+@pytest.mark.parametrize("J", [1, 7, RANK_BLOCK, RANK_BLOCK + 1, 96])
+def test_rank_matches_a_stable_sort_with_groups_and_ties(J):
+    rng = np.random.default_rng(J)
+    for descending in (True, False):
+        x = rng.integers(0, 6, J).astype(np.float32)  # many ties
+        group = rng.integers(0, 3, J).astype(np.int32)
+        among = rng.random(J) < 0.6
+        got = jax.jit(rank, static_argnums=1)(
+            jnp.asarray(x), descending, jnp.asarray(group), jnp.asarray(among)
+        )
+        np.testing.assert_array_equal(np.asarray(got), _rank_reference(x, descending, group, among))
+        plain = np.asarray(rank(jnp.asarray(x), descending))
+        np.testing.assert_array_equal(plain, _rank_reference(x, descending, np.zeros(J), np.ones(J, bool)))
+        assert sorted(plain.tolist()) == list(range(J))  # a permutation
