@@ -115,4 +115,7 @@ def _release_compiled_programs():
     alive crashed inside XLA's compiler late in the suite (its memory maps add up); the next file loads what
     it shares from the persistent cache."""
     yield
+    from rbjax.runners import executables
+
+    executables.forget()
     jax.clear_caches()

@@ -10,8 +10,9 @@ A key is ``(kind, env, *parts)``:
   kind, vmap axes (by ``repr``: pytrees of None and 0), the devices (a tuple), or plain settings (a data folder,
   a grouping, days).
 
-``jax.clear_caches()`` drops what XLA compiled for these programs; the entries here then recompile (or load
-from the persistent cache) on their next call.
+``jax.clear_caches()`` drops what XLA compiled for these programs, and ``executables.forget()`` what the
+stored programs (``rbjax.runners.executables``) hold; the entries here then load from disk or recompile on
+their next call.
 """
 
 from __future__ import annotations

@@ -24,7 +24,7 @@ from rbjax.checks import check_policy_params, is_concrete, need_count
 from rbjax.env import Env
 from rbjax.kernels.rng import day_keys
 from rbjax.params import EnvParams
-from rbjax.runners import programs
+from rbjax.runners import executables, programs
 from rbjax.runners.records import summarize
 from rbjax.state import Action
 
@@ -326,16 +326,27 @@ def _state_shape(env: Env):
 
 
 def store_bytes(env: Env) -> int:
-    """Bytes of one store's state."""
-    return _nbytes(_state_shape(env))
+    """Bytes of one store's state (found by a trace of the reset, kept on disk: ``executables.remembered``)."""
+    return executables.remembered("rollout.store_bytes", _env_parts(env), lambda: _nbytes(_state_shape(env)))
+
+
+def _env_parts(env: Env) -> tuple | None:
+    ident = executables.env_name(env)
+    return None if ident is None else (ident,)
 
 
 @functools.cache
 def record_bytes(env: Env, records: str) -> int:
-    """Bytes of one store-day's records: "summary" (DaySummary) or "full" (DayInfo)."""
-    key, params, state = jax.random.key(0), env.default_params(), _state_shape(env)
-    info = jax.eval_shape(lambda s: env.step(key, s, Action.noop(s), params)[-1], state)
-    return _nbytes(info if records == "full" else jax.eval_shape(summarize, info))
+    """Bytes of one store-day's records: "summary" (DaySummary) or "full" (DayInfo) (found by a trace of the
+    step, kept on disk: ``executables.remembered``)."""
+
+    def trace() -> int:
+        key, params, state = jax.random.key(0), env.default_params(), _state_shape(env)
+        info = jax.eval_shape(lambda s: env.step(key, s, Action.noop(s), params)[-1], state)
+        return _nbytes(info if records == "full" else jax.eval_shape(summarize, info))
+
+    parts = _env_parts(env)
+    return executables.remembered("rollout.record_bytes", None if parts is None else (*parts, records), trace)
 
 
 def _nbytes(tree) -> int:
@@ -377,9 +388,12 @@ class _Progress:
                 file=sys.stderr,
             )
 
-    def opened(self, seconds: float) -> None:
+    def opened(self, seconds: float, loaded: bool = False) -> None:
+        """A chunk opened in ``seconds``; loaded: its programs came from disk (``executables``), not compiled."""
         self.open_seconds = seconds
         what = "compiled and opened" if self.first == 0 else "opened (supplier worlds, pre-opening history)"
+        if self.first == 0 and loaded:
+            what = "opened (compiled programs loaded from the cache)"
         if self.resumed:
             what = "loaded"
         print(f"rollout: {self._where()} {what} in {seconds:.1f} s", file=sys.stderr)
@@ -430,6 +444,8 @@ def _run_batch(
     computes it."""
     k_reset, k_run = jnp.moveaxis(jax.vmap(lambda k: jax.random.split(k))(keys), 1, 0)
     reset, step_chunk = compiled(env, policy, records, policy_axes, env_axes, devices)
+    made = lambda what: sum(getattr(p, what, 0) for p in (reset, step_chunk))  # programs built or loaded
+    built, loaded = made("built"), made("loaded")
     clock = time.perf_counter()
     if start is None:
         obs, state = reset(k_reset, env_params)
@@ -439,10 +455,11 @@ def _run_batch(
     # the day compiles while the devices open the stores (dispatch is asynchronous; a compiled day costs
     # nothing here), so every day call runs at once: each call length, the last call's too
     for length in {days_per_call, days % days_per_call or days_per_call}:
-        step_chunk.lower(policy_params, env_params, obs, state, k_run, jnp.int32(first_day), length).compile()
+        step_chunk.compile(policy_params, env_params, obs, state, k_run, jnp.int32(first_day), length)
     if report:
         jax.block_until_ready(state)
-        report.opened(time.perf_counter() - clock)
+        loaded = made("loaded") > loaded and made("built") == built
+        report.opened(time.perf_counter() - clock, loaded=loaded)
     outs, done = [], 0
     while done < days:
         length = min(days_per_call, days - done)
@@ -488,15 +505,23 @@ def _mesh_map(f, devices: tuple, in_specs):
     return jax.shard_map(f, mesh=mesh, in_specs=in_specs, out_specs=P(STORES), check_vma=False)
 
 
+def _stored(fn, name: str, env: Env, parts: tuple, **jit_args) -> executables.StoredProgram:
+    """``fn`` jitted as a program kept on disk (``rbjax.runners.executables``) when ``env`` and every part can be
+    named by value (a part of None: kept in memory only). jit_args: static_argnums, donate_argnums."""
+    ident = executables.env_name(env)
+    named = None if ident is None or None in parts else (ident, *parts)
+    return executables.StoredProgram(fn, name, named, **jit_args)
+
+
 def _per_store(name: str, fn, env: Env, env_axes, devices: tuple):
     """jitted ``vmap(fn)`` over (store, params) of ``env``, sharded over ``devices`` (``programs.cached`` per
-    name, env, env axes and devices)."""
+    name, env, env axes and devices; kept on disk, ``rbjax.runners.executables``)."""
 
     def build():
         f = jax.vmap(fn, in_axes=(0, env_axes))
         if len(devices) > 1:
             f = _mesh_map(f, devices, (P(STORES), _specs(env_axes)))
-        return jax.jit(f)
+        return _stored(f, f"rollout.{name}", env, (repr(env_axes), repr(devices)))
 
     return programs.cached(f"rollout.{name}", build, env, (repr(env_axes), devices))
 
@@ -507,8 +532,9 @@ def observer(env: Env, env_axes, devices: tuple):
 
 
 def compiled(env: Env, policy: Policy, records: str, policy_axes, env_axes, devices: tuple = ()):
-    """jitted (reset, chunk): repeated rollouts compile once per (env, env axes, devices) for the reset and
-    per (env, policy, records, axes, devices) for the days."""
+    """(reset, chunk) programs (``executables.StoredProgram``: call them, or ``.compile(*args)``): repeated
+    rollouts compile once per (env, env axes, devices) for the reset and per (env, policy, records, axes,
+    devices) for the days, and a new process loads them from disk where the policy is an rbjax function."""
 
     def build():
         advance = jax.vmap(
@@ -519,7 +545,8 @@ def compiled(env: Env, policy: Policy, records: str, policy_axes, env_axes, devi
             advance = lambda pp, ep, obs, state, key, first, days: _mesh_map(
                 lambda *a: inner(*a, first, days), devices, specs
             )(pp, ep, obs, state, key)
-        return jax.jit(advance, static_argnums=(6,), donate_argnums=(2, 3))
+        stored = (executables.policy_name(policy), records, repr(policy_axes), repr(env_axes), repr(devices))
+        return _stored(advance, "rollout.days", env, stored, static_argnums=(6,), donate_argnums=(2, 3))
 
     parts = (policy, records, repr(policy_axes), repr(env_axes), devices)
     return _per_store("reset", env.reset, env, env_axes, devices), programs.cached(

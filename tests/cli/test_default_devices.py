@@ -31,24 +31,33 @@ print("all done on", len(jax.devices()), "devices")
 """
 
 
-def _rbjax(*lines: str, cwd) -> str:
+def _rbjax(*lines: str, cwd, stderr: bool = False) -> str:
     out = subprocess.run(
         [sys.executable, "-c", WORKER, *lines], cwd=cwd, capture_output=True, text=True, timeout=1200
     )
     assert out.returncode == 0, (out.stdout[-2000:], out.stderr[-3000:])
-    return out.stdout
+    return out.stdout + (out.stderr if stderr else "")
 
 
 @pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="one core: the default is one device")
 def test_the_documented_commands_run_on_the_default_devices(tmp_path):
+    # a cache of their own: every program compiles in this process and is stored (rbjax.runners.executables)
+    chunked = (
+        "run --policy oracle --stores 5 --days 6 --seed 3 --store-chunk 2 --records --progress 3 --cache K"
+    )
     out = _rbjax(
-        "oracle --stores 5 --days 6 --seed 3 --save-states S --every 3 --records --out O --progress 0",
-        "run --policy oracle --from-states S --days 3 --out C",
-        "run --policy oracle --stores 5 --days 6 --seed 3 --store-chunk 2 --records --out R --progress 3",
-        "sweep --multiplier 2,4 --seeds 3 --days 6 --out W",
-        f"eval --policy ppo --checkpoint {rbjax.PPO_CHECKPOINT} --stores 5 --days 6 --greedy",
+        "oracle --stores 5 --days 6 --seed 3 --save-states S --every 3 --records --out O --progress 0 --cache K",
+        "run --policy oracle --from-states S --days 3 --out C --cache K",
+        chunked + " --out R",
+        "sweep --multiplier 2,4 --seeds 3 --days 6 --out W --cache K",
+        f"eval --policy ppo --checkpoint {rbjax.PPO_CHECKPOINT} --stores 5 --days 6 --greedy --cache K",
         cwd=tmp_path,
     )
+    # a new process loads the chunked run's programs from the cache instead of tracing and compiling them
+    again = _rbjax(chunked + " --out R2", cwd=tmp_path, stderr=True)
+    assert "rollout: stores 0-1 opened (compiled programs loaded from the cache) in " in again
+    with np.load(tmp_path / "R" / "records.npz") as a, np.load(tmp_path / "R2" / "records.npz") as b:
+        assert all(np.array_equal(a[name], b[name]) for name in a)
     assert f"all done on {os.cpu_count()} devices" in out
     # chunked (3 chunks of 2 stores) and in segments with snapshots: the same records, bit for bit
     with np.load(tmp_path / "O" / "records.npz") as a, np.load(tmp_path / "R" / "records.npz") as b:

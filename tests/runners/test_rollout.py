@@ -1,7 +1,5 @@
 """rbjax.runners.rollout: whole random-policy episodes, determinism, batch position, chunks of stores."""
 
-import types
-
 import golden
 import jax
 import jax.numpy as jnp
@@ -158,7 +156,7 @@ def test_chunks_of_stores_equal_one_batch(env, params, episodes, capsys):
 
 
 def test_the_day_compiles_while_the_stores_open(env, params, monkeypatch):
-    """Every call length of the day program (30, and the last call's 15 of 45 days) is lowered and compiled
+    """Every call length of the day program (30, and the last call's 15 of 45 days) is compiled (or loaded)
     right after the reset is dispatched (it runs asynchronously), before the first day call. Recorded on
     stand-in programs: nothing compiles."""
     from rbjax.runners import rollout as module
@@ -166,9 +164,8 @@ def test_the_day_compiles_while_the_stores_open(env, params, monkeypatch):
     events = []
 
     class Day:
-        def lower(self, *args):
-            events.append(("lower", args[-1]))
-            return types.SimpleNamespace(compile=lambda: None)
+        def compile(self, *args):
+            events.append(("compile", args[-1]))
 
         def __call__(self, policy_params, env_params, obs, state, key, day, length):
             events.append(("call", length))
@@ -182,7 +179,7 @@ def test_the_day_compiles_while_the_stores_open(env, params, monkeypatch):
     keys = jax.random.split(jax.random.key(golden.SEED), STORES)
     rec, _ = rollout(env, random_policy, RandomParams.default(), params, keys, 45, days_per_call=30)
     assert rec.shape == (STORES, 45)
-    assert events[0] == ("reset",) and sorted(events[1:3]) == [("lower", 15), ("lower", 30)]
+    assert events[0] == ("reset",) and sorted(events[1:3]) == [("compile", 15), ("compile", 30)]
     assert events[3:] == [("call", 30), ("call", 15)]
 
 
