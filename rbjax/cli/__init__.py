@@ -6,7 +6,7 @@
   rbjax train ppo --stores 512 --steps 2000000 --out runs/ppo    PPO, one jit; checkpoint + learning curve
   rbjax eval --policy ppo --checkpoint runs/ppo --stores 128     a trained or shipped policy, same metrics
   rbjax sweep --multiplier 2,4,6 --shelf 30,40 --seeds 64 --out results/   CSV + PNG per metric
-  rbjax bench [--quick]                        throughput profiler (tables and a plot in benchmarks/out)
+  rbjax bench [--quick|--program|--profile]   throughput, program sizes, kernel profile (benchmarks/out)
   rbjax agents run --model policy:oracle --stores 8 --days 30 --out runs/a   a policy through the agent tools
   rbjax lm tasks --from-states slices/ --days 2 --out tasks.jsonl       tasks for training language models
 
@@ -172,7 +172,15 @@ def _add_bench(sub) -> None:
         action="store_true",
         help="instead: XLA's op-level trace of one oracle day at --stores stores (profile.md, profile.csv, trace/)",
     )
-    p.add_argument("--stores", type=int, default=1024, help="--profile: stores in the profiled batch")
+    p.add_argument(
+        "--program",
+        action="store_true",
+        help="instead: the reset's, the day's and the oracle's program sizes (jaxpr equations, HLO "
+        "instructions, kernels) and their trace, lower and compile seconds at --stores stores (program.md)",
+    )
+    p.add_argument(
+        "--stores", type=int, default=1024, help="--profile, --program: stores in the batch (>= 1)"
+    )
     p.add_argument("--batches", default="1,16,256,1024,4096,16384,65536", help="batch sizes timed")
     p.add_argument("--days", type=int, default=10, help="days per timed scan")
     p.add_argument("--out", default="benchmarks/out", help="folder for the tables and the plot")
@@ -227,6 +235,10 @@ def main(argv=None) -> None:
         ap.error("--records: not with --from-states (its results are the per-slice table, slices.csv)")
     if args.func is bench.main:
         bench.check_batches(args.batches, ap.error)
+        if args.profile and args.program:
+            ap.error("--profile and --program: one or the other")
+        if args.stores < 1:
+            ap.error(f"--stores must be >= 1, got {args.stores}")
     cores = os.cpu_count() or 1
     if args.devices is not None and not 1 <= args.devices <= cores:
         ap.error(f"--devices must be between 1 and the host's {cores} cores, got {args.devices}")

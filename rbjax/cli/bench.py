@@ -22,6 +22,8 @@ def main(args) -> None:
 
     if args.profile:
         return profile(args)
+    if args.program:
+        return program(args)
     n = len(jax.devices())
     if args.quick:  # a smoke test: one policy, one small batch, a month, no float64 run
         policies, batches, days, counts, substep_batch, drift = ["random"], [4], 30, [n], 4, None
@@ -49,3 +51,18 @@ def profile(args) -> None:
     )
     print(op_profile.write(table, out, args.stores, PROFILE_DAYS_BEFORE))
     print(f"wrote {out}/profile.md, profile.csv and the trace {out}/trace")
+
+
+def program(args) -> None:
+    """``rbjax bench --program``: the size of the reset, the day and the oracle's action, and the seconds
+    tracing, lowering and compiling each take (``rbjax.perf.program``; program.md, program.csv)."""
+    from rbjax.perf import program as programs
+
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    table = programs.program_table(stores=args.stores)
+    text = programs.format_table(table, args.stores)
+    table.to_csv(out / "program.csv", index=False)
+    (out / "program.md").write_text(text + "\n")
+    print(text)
+    print(f"wrote {out}/program.md, program.csv")

@@ -170,3 +170,61 @@ def test_bytes_accessed_counts_what_a_program_reads_and_writes():
     assert one_pass >= 8000  # reads 4,000 bytes and writes 4,000
     # two passes through memory (a sort between them) move more than one
     assert bytes_accessed(jax.jit(lambda x: jnp.sort(x) + 1).lower(x).compile()) > one_pass
+
+
+def test_program_counts_equations_instructions_and_kernels():
+    import jax
+    import jax.numpy as jnp
+
+    from rbjax.perf.program import count_equations, hlo_counts, measure
+
+    def body(c, x):
+        return c + jnp.sin(x), c
+
+    def f(x):
+        return jax.lax.scan(body, 0.0, x)[0] * 2.0
+
+    x = jnp.arange(8.0)
+    jaxpr = jax.make_jaxpr(f)(x).jaxpr
+    scan = next(e for e in jaxpr.eqns if e.primitive.name == "scan")
+    assert count_equations(jaxpr) == len(jaxpr.eqns) + len(scan.params["jaxpr"].eqns)  # the body counts
+    row = measure("f", f, x)
+    assert row["jaxpr_equations"] == count_equations(jax.make_jaxpr(f)(x))
+    assert 0 < row["kernels"] <= row["hlo_instructions"]
+    assert min(row["trace_s"], row["lower_s"], row["compile_s"]) > 0
+    hlo = """HloModule m
+
+%fused_computation (p0: f32[4]) -> f32[4] {
+  %p0 = f32[4]{0} parameter(0)
+  %c = f32[] constant(2)
+  %b = f32[4]{0} broadcast(f32[] %c), dimensions={}
+  ROOT %m = f32[4]{0} multiply(f32[4]{0} %p0, f32[4]{0} %b)
+}
+
+ENTRY %main (x: f32[4]) -> (f32[4], f32[4]) {
+  %x = f32[4]{0} parameter(0)
+  %f = f32[4]{0} fusion(f32[4]{0} %x), kind=kLoop, calls=%fused_computation
+  %s = f32[4]{0} sine(f32[4]{0} %f)
+  ROOT %t = (f32[4]{0}, f32[4]{0}) tuple(f32[4]{0} %f, f32[4]{0} %s)
+}
+"""
+    assert hlo_counts(hlo) == (8, 2)  # kernels: the fusion and the sine
+
+
+def test_bench_program_writes_its_table(tmp_path, monkeypatch):
+    import jax.numpy as jnp
+    import pandas as pd
+
+    from rbjax.cli import main
+    from rbjax.perf import program
+
+    small = {"reset": (lambda x: x + 1.0, (jnp.ones(3),)), "day": (lambda x: jnp.cumsum(x), (jnp.ones(3),))}
+    monkeypatch.setattr(program, "programs", lambda env, params, stores: small)  # the real ones: minutes
+    main(["bench", "--program", "--stores", "2", "--out", str(tmp_path)])
+    table = pd.read_csv(tmp_path / "program.csv")
+    assert list(table.program) == ["reset", "day"] and (table.jaxpr_equations > 0).all()
+    assert "| reset |" in (tmp_path / "program.md").read_text()
+    for bad in (["--program", "--profile"], ["--program", "--stores", "0"]):
+        with pytest.raises(SystemExit) as e:
+            main(["bench", *bad, "--out", str(tmp_path)])
+        assert e.value.code == 2
