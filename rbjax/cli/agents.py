@@ -150,6 +150,14 @@ def _slice_flags(r) -> None:
         help="--from-states: the snapshot's day (needed when DIR has several)",
     )
     sl.add_argument(
+        "--tasks",
+        default=None,
+        metavar="FILE",
+        help="run the tasks of a tasks file (`rbjax lm tasks`): one --from-states run of the tasks' stores per "
+        "snapshot day and horizon, in a folder of --out each, and tasks.csv with every task's gain and "
+        "rewards (as a session scores it); instead of --from-states, --at, --stores, --days and --reference",
+    )
+    sl.add_argument(
         "--reference",
         choices=[n for n in NAMES if n != "ppo"],
         default=None,

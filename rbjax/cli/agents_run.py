@@ -13,6 +13,7 @@ non-zero exit; nothing is scored and ``--resume`` continues from the last finish
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import os
 import re
@@ -56,6 +57,8 @@ def main(args) -> None:
     if not args.code_timeout > 0:
         raise fail(f"--code-timeout must be > 0 seconds, got {args.code_timeout}")
     args.policy = model_policy(args.model)
+    if args.tasks:
+        return main_tasks(args)
     if args.from_states:
         if args.resume:
             raise fail("--resume: a run from --from-states cannot be resumed; run it again (--overwrite)")
@@ -140,14 +143,16 @@ def open_from_states(args):
     return env, sl, settings
 
 
-def main_policy_slice(args) -> None:
-    """``--model policy:NAME --from-states DIR``: the policy through the tools from the slice's day on."""
+def main_policy_slice(args, opened=None):
+    """``--model policy:NAME --from-states DIR``: the policy through the tools from the slice's day on.
+    opened: ``open_from_states(args)``'s (env, slice, settings) when the caller opened the slice (--tasks).
+    Returns the records [stores, days]."""
     from rbjax.agents.runs.folder import policy_run_settings, write_run_json
     from rbjax.agents.runs.from_states import slice_settings
     from rbjax.agents.runs.slices import run_policy_slice
 
     prepare_out(args)
-    env, sl, states = open_from_states(args)
+    env, sl, states = opened or open_from_states(args)
     policy, policy_params = make_policy(args, env)
     start = time.perf_counter()
     rec = run_policy_slice(sl, policy, policy_params, out=args.out, progress=args.progress)
@@ -169,6 +174,68 @@ def main_policy_slice(args) -> None:
     from rbjax.agents.runs.folder import stores_csv
 
     slice_summary(args, rec, None, sl, stores_csv(args.model, "policy"))
+    return rec
+
+
+TASK_FLAGS = ("from_states", "at", "stores", "days", "reference", "grouping", "supplier_attempts")
+
+
+def main_tasks(args) -> None:
+    """``--tasks FILE``: the tasks' stores run by the model, one ``--from-states`` run per snapshot day and
+    horizon in a folder of --out (``rbjax.agents.runs.tasks_run``); then tasks.csv, one row per task."""
+    from rbjax.agents.runs import tasks_run
+    from rbjax.lm.tasks import read_tasks
+
+    given = [f"--{n.replace('_', '-')}" for n in TASK_FLAGS if getattr(args, n) is not None]
+    given += ["--seed"] * bool(args.seed)
+    if given:
+        raise fail(
+            f"--tasks cannot be combined with {given[0]}: each task names its slices folder, snapshot day, "
+            "store, days, reference and env"
+        )
+    if args.resume:
+        raise fail("--resume: a run of --tasks cannot be resumed; run it again (--overwrite)")
+    try:
+        tasks = read_tasks(args.tasks)
+    except ValueError as e:
+        raise fail(f"--tasks {e}") from None
+    try:
+        groups = tasks_run.group_tasks(tasks)
+    except ValueError as e:
+        raise fail(f"--tasks {args.tasks}: {e}") from None
+    if args.policy is None:
+        llm_settings(args)  # the model's flags, checked before any work
+    try:
+        tasks_run.prepare_out(args.out, groups, args.overwrite)
+    except ValueError as e:
+        raise fail(str(e)) from None
+    rows = {}
+    for g in groups:
+        run = argparse.Namespace(**vars(args))
+        vars(run).update(
+            from_states=g.folder,
+            at=g.day,
+            stores=g.stores,
+            days=g.days,
+            reference=g.reference,
+            seed=g.shared("seed"),
+            grouping=g.shared("grouping"),
+            supplier_attempts=g.shared("supplier_attempts"),
+            data=args.data if args.data is not None else g.shared("data"),
+            out=os.path.join(args.out, g.name),
+        )
+        print(f"{g.name}: {len(g.tasks)} tasks, stores {g.stores}")
+        opened = open_from_states(run)
+        try:
+            tasks_run.check_opened(g, opened[1])
+        except ValueError as e:
+            raise fail(f"--tasks {args.tasks}: {e}") from None
+        rec = (main_policy_slice if args.policy else main_llm)(run, opened)
+        rows |= tasks_run.score(g, opened[1], rec)
+    path = os.path.join(args.out, tasks_run.TABLE)
+    table = tasks_run.write_table(rows, path)
+    print(tasks_run.summary(table))
+    print(f"wrote {path}")
 
 
 def slice_summary(args, rec, tools, sl, csv: str) -> None:
@@ -254,7 +321,9 @@ def llm_settings(args):
     return model, rules, prompts
 
 
-def main_llm(args) -> None:
+def main_llm(args, opened=None):
+    """A language model's run (fresh stores, or a slice: --from-states; opened as ``main_policy_slice``'s).
+    Returns a slice run's records [stores, days]."""
     import jax
 
     try:
@@ -269,7 +338,7 @@ def main_llm(args) -> None:
     sl = None
     if args.from_states:
         prepare_out(args)  # before the warm-up: a used folder is refused at once
-        env, sl, states = open_from_states(args)
+        env, sl, states = opened or open_from_states(args)
         params = keys = None
     else:
         env, params = make_env(args)
@@ -321,7 +390,8 @@ def main_llm(args) -> None:
     if sl is not None:
         from rbjax.agents.runs.folder import stores_csv
 
-        return slice_summary(args, rec, tools, sl, stores_csv(args.model, args.framework))
+        slice_summary(args, rec, tools, sl, stores_csv(args.model, args.framework))
+        return rec
     summary(args, rec, tools)
 
 

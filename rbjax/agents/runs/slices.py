@@ -29,6 +29,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import os
+from collections.abc import Sequence
 
 import jax
 import numpy as np
@@ -107,9 +108,10 @@ class AgentSlice:
     """``S`` stores of a snapshot, their engine brought to the snapshot's day (``open_slice``).
 
     engine: the SliceEngine ([S] stores; the reference is asked each morning). stores: their tools (no trace
-    yet: ``attach_traces``). snapshot: the snapshot's first S stores. days: days the agents play.
+    yet: ``attach_traces``). snapshot: the snapshot's S stores taken over. days: days the agents play.
     reference / reference_params: the policy compared with. adopted: the float fields the warm-up reproduced
-    only to within ``FLOAT_RTOL`` (``check_state``); the engine then took the snapshot's state itself."""
+    only to within ``FLOAT_RTOL`` (``check_state``); the engine then took the snapshot's state itself.
+    indices: [S] the snapshot store each engine store is (None: the first S, 0 .. S-1)."""
 
     engine: SliceEngine
     stores: list[StoreTools]
@@ -118,6 +120,15 @@ class AgentSlice:
     reference: object
     reference_params: object
     adopted: list[str] = dataclasses.field(default_factory=list)  # float fields the warm-up left ulps apart
+    indices: np.ndarray | None = None
+
+    @property
+    def store_ids(self) -> list[int]:
+        """The snapshot store of each engine store (store_{s}/ of a run folder is snapshot store
+        ``store_ids[s]``)."""
+        if self.indices is None:
+            return list(range(self.engine.B))
+        return [int(i) for i in self.indices]
 
     @property
     def day(self) -> int:
@@ -172,9 +183,9 @@ class AgentSlice:
         return records
 
     def compare(self, records: DayInfo) -> pd.DataFrame:
-        """The per-slice table of ``paired.compare`` (one row per store): the agent's records [S, days]
-        beside the reference's run from the same snapshot stores with the same keys, and the decision
-        counts of every morning the agent played."""
+        """The per-slice table of ``paired.compare`` (one row per store, ``store`` the snapshot's store):
+        the agent's records [S, days] beside the reference's run from the same snapshot stores with the same
+        keys, and the decision counts of every morning the agent played."""
         if isinstance(records, DayInfo):
             records = summarize(records)
         mine = jax.tree.map(np.asarray, records)
@@ -185,6 +196,7 @@ class AgentSlice:
         ref = summarize(jax.device_get(self.reference_run()))
         take = np.arange(self.engine.B)
         table = paired._rows(take, self.snapshot, mine, jax.device_get(ref), self.decision_gaps())
+        table["store"] = self.store_ids  # the snapshot's stores, as paired.compare names them
         table.attrs.update(dropped=0, days=self.days, start_day=self.day)
         return table
 
@@ -195,20 +207,23 @@ def open_slice(
     policy,
     policy_params,
     days: int | None = None,
-    stores: int | None = None,
+    stores: int | Sequence[int] | None = None,
     reference=None,
     max_lines: int = 256,
     progress: int = 0,
     past: history.ToolHistory | None = None,
     **tool_options,
 ) -> AgentSlice:
-    """The first ``stores`` stores of ``snapshot`` (default: all) on an agent engine, brought to the
-    snapshot's day by driving ``policy`` (the source run's policy, with its params) through the tools.
+    """The first ``stores`` stores of ``snapshot`` (default: all), or the snapshot's stores listed in
+    ``stores`` (indices, distinct, in any order: engine store s is snapshot store ``stores[s]``), on an agent
+    engine, brought to the snapshot's day by driving ``policy`` (the source run's policy, with its params)
+    through the tools.
 
     days: the days the agents will play (default: to the horizon). reference: (policy, params) asked each
     morning and run for comparison (default: the oracle). progress: a line every N days of the warm-up (0:
-    none). past: the stores' ``history.ToolHistory`` on the snapshot's day (at least ``stores`` stores): the
-    tools take their past from it and nothing is played again. tool_options: as ``make_stores``.
+    none). past: the snapshot stores' ``history.ToolHistory`` on the snapshot's day (of at least the stores
+    taken: the first ``stores``, or up to the largest index listed): the tools take their past from it and
+    nothing is played again. tool_options: as ``make_stores``.
     Raises ValueError (one line) when the snapshot does not fit (per-store params, too many stores, a store
     closed before its day, a slice past the horizon) and when the warm-up does not reproduce the snapshot's
     state (``check_state``), naming the first field that differs. Float fields reproduced only to within
@@ -222,15 +237,24 @@ def open_slice(
     if any(np.ndim(x) for x in jax.tree.leaves(params.horizon)):
         raise ValueError("the snapshot's params are per store: agents need one set of params for all stores")
     n = snapshot.num_stores
-    S = n if stores is None else stores
-    if isinstance(S, bool) or int(S) != S or not 1 <= S <= n:
-        raise ValueError(f"stores must be between 1 and the snapshot's {n} stores, got {stores!r}")
-    S, day, horizon = int(S), snapshot.day, int(params.horizon)
+    listed = stores is not None and not isinstance(stores, int | np.integer)
+    if listed:
+        take = store_list(stores, n)
+    else:
+        S = n if stores is None else stores
+        if isinstance(S, bool) or int(S) != S or not 1 <= S <= n:
+            raise ValueError(f"stores must be between 1 and the snapshot's {n} stores, got {stores!r}")
+        take = np.arange(int(S))
+    S, day, horizon = len(take), snapshot.day, int(params.horizon)
     days = horizon - day if days is None else days
     paired.check_slice_days(day, days, horizon)
-    closed = np.flatnonzero(np.asarray(snapshot.state.done, bool)[:S])
+    closed = take[np.asarray(snapshot.state.done, bool)[take]]
     if len(closed):
         first = int(closed[0])
+        if listed:
+            raise ValueError(
+                f"store {first} closed before day {day} (bankrupt or at its horizon): an agent cannot take it over"
+            )
         hint = f"; the first {first} stores are open" if first else ""
         raise ValueError(
             f"store {first} (of {len(closed)} of the first {S}) closed before day {day} "
@@ -238,19 +262,20 @@ def open_slice(
         )
     sub = dataclasses.replace(
         snapshot,
-        state=jax.tree.map(lambda x: np.asarray(x)[:S], snapshot.state),
-        keys=snapshot.keys[:S],
+        state=jax.tree.map(lambda x: np.asarray(x)[take], snapshot.state),
+        keys=snapshot.keys[take],
         params=params,
     )
     engine = SliceEngine(env, params, sub.keys, max_lines)
     tools = make_stores(engine, None, **tool_options)
     if past is not None:  # the tools' past from the history file: the engine takes the snapshot's state
-        if past.day != day or past.num_stores < S:
+        if past.day != day or past.num_stores <= int(take.max()):
+            need = f"store {int(take.max())}" if listed else f"{S} stores"
             raise ValueError(
-                f"the tool history is of {past.num_stores} stores on day {past.day}, not {S} on day {day}"
+                f"the tool history is of {past.num_stores} stores on day {past.day}, not of {need} on day {day}"
             )
         for s, store in enumerate(tools):
-            past.give(s, store)
+            past.give(int(take[s]), store)
         near = []
         adopt(engine, sub)
     else:
@@ -259,7 +284,20 @@ def open_slice(
         if near:  # float leaves an ulp or so apart: the agents start from the saved state itself
             adopt(engine, sub)
     engine.reference = policies.make("oracle") if reference is None else tuple(reference)
-    return AgentSlice(engine, tools, sub, int(days), *engine.reference, near)
+    return AgentSlice(engine, tools, sub, int(days), *engine.reference, near, take if listed else None)
+
+
+def store_list(stores: Sequence[int], n: int) -> np.ndarray:
+    """[S] int64 of a list of a snapshot's store indices (distinct, each in 0 .. n-1); ValueError (one line)."""
+    got = list(stores)
+    if not got:
+        raise ValueError("the list of stores is empty")
+    for s in got:
+        if isinstance(s, bool) or not isinstance(s, int | np.integer) or not 0 <= s < n:
+            raise ValueError(f"store {s!r}: the snapshot holds {n} stores (0 .. {n - 1})")
+    if len(set(got)) != len(got):
+        raise ValueError(f"stores {got}: a store is listed twice")
+    return np.asarray(got, np.int64)
 
 
 FLOAT_RTOL = 1e-5  # float leaves: the warm-up may differ from the saved state by a few ulps (see check_state)
