@@ -19,6 +19,7 @@ Two ways to drive a pool, one per pool:
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import time
 
@@ -179,6 +180,15 @@ class SessionPool:
         self.scheduler.join(slot)
         self.opened += 1
         return session
+
+    def open_between_steps(self, task: Task, session_id: str | None = None) -> Session:
+        """``open`` on the engine's worker thread, so that loading the store never overlaps a batched step that
+        another thread's ``end_today`` started (servers, trainers with threads); blocks until opened."""
+        return self.scheduler.submit(self.open, task, session_id).result()
+
+    async def aopen(self, task: Task, session_id: str | None = None) -> Session:
+        """``open_between_steps`` for coroutines: the event loop runs on while the store loads."""
+        return await asyncio.wrap_future(self.scheduler.submit(self.open, task, session_id))
 
     def close(self, session: Session | str) -> None:
         """Free a session's slot (its store is never stepped again); closing twice is harmless."""

@@ -91,7 +91,11 @@ class JsonServer:
     async def start(self, host: str = "127.0.0.1", port: int = 8777) -> None:
         self.loop = asyncio.get_running_loop()
         self._stopped = asyncio.Event()
-        self.server = await asyncio.start_server(self._connection, host, port, limit=MAX_HEAD)
+        # a listen backlog for every slot: a trainer may open all its sessions at once
+        backlog = max(128, self.pool.slots)
+        self.server = await asyncio.start_server(
+            self._connection, host, port, limit=MAX_HEAD, backlog=backlog
+        )
         bound = self.server.sockets[0].getsockname()
         self.url = f"http://{bound[0]}:{bound[1]}"
         if self.reap_every:
@@ -255,9 +259,8 @@ class JsonServer:
             raise HttpError(503, f"every one of the server's {self.pool.slots} slots is taken; retry later")
         # Loading a store changes the engine's arrays: done on the thread that runs the batched steps, so it
         # never overlaps one.
-        loop = asyncio.get_running_loop()
         try:
-            session = await loop.run_in_executor(self.pool.scheduler._executor, self.pool.open, task, sid)
+            session = await self.pool.aopen(task, sid)
         except ValueError as e:
             raise HttpError(400, str(e)) from None
         except SessionError as e:

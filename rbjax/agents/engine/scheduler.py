@@ -83,6 +83,12 @@ class DayScheduler:
             self.flushing = False
         self._maybe_flush()
 
+    def submit(self, fn, *args):
+        """Run ``fn(*args)`` on the engine's worker thread, after any step under way and never during one
+        (for work that changes the engine's arrays, such as loading a store); returns a
+        ``concurrent.futures.Future``. ``await asyncio.wrap_future(...)`` it from a coroutine."""
+        return self._executor.submit(fn, *args)
+
     def close(self) -> None:
         """Shut the engine's worker thread down, without waiting for a step under way."""
         self._executor.shutdown(wait=False)

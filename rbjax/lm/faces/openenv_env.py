@@ -205,13 +205,13 @@ def classes() -> dict:
             pool, found = _pool(), task_of(task)
             self.drop()
             # loading a store changes the engine's arrays: on the thread of the batched steps, never during one
-            self.session = await _LOOP.run_in_executor(pool.scheduler._executor, pool.open, found)
+            self.session = await pool.aopen(found)
             return self._opened(episode_id)
 
         def reset(self, seed=None, episode_id=None, task=None, **kwargs) -> MorningObservation:
             pool, found = _pool(), task_of(task)
             self.drop()
-            self.session = pool.scheduler._executor.submit(pool.open, found).result()
+            self.session = pool.open_between_steps(found)
             return self._opened(episode_id)
 
         def _opened(self, episode_id) -> MorningObservation:
