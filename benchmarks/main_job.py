@@ -36,7 +36,7 @@ def run(args: list[str]) -> dict:
     if out.returncode != 0:
         raise SystemExit(f"rbjax {' '.join(args)} failed:\n{out.stderr[-2000:]}")
     peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    opened = re.search(r"opened in ([\d.]+) s", out.stderr)
+    opened = re.search(r"(?:compiled and opened|loaded from the cache\)) in ([\d.]+) s", out.stderr)
     rate = re.findall(r"([\d,]+) store-days/s", out.stderr)
     return dict(
         wall=wall,
