@@ -119,12 +119,13 @@ class StoredProgram:
 
     fn: the function (not jitted); name, parts: the program's identity (``parts`` reprs that name values: no
     object addresses), or ``parts=None`` for a program that cannot be named by value (it is then only kept in
-    memory, as ``jax.jit`` keeps it); static_argnums, donate_argnums: as ``jax.jit``'s. A program sharded over
-    several devices must get arguments placed on them (``rollout._place``). ``compile(*args)``
-    returns the program for these arguments (static ones included) as a function of the other arguments;
-    calling the program compiles (or loads) and runs it. ``loaded`` counts the programs read from disk,
-    ``built`` those traced in this process; ``seconds`` holds the time spent in each phase ("trace": tracing
-    and lowering for export, "store", "load", "lower": the exported module into a program, "compile").
+    memory and runs as a plain ``jax.jit``, as every program does with no store folder); static_argnums,
+    donate_argnums: as ``jax.jit``'s. A stored program sharded over several devices must get arguments placed
+    on them (``rollout._place``); one over several processes' devices cannot be stored (give parts=None).
+    ``compile(*args)`` returns the program for these arguments (static ones included) as a function of the
+    other arguments; calling the program compiles (or loads) and runs it. ``loaded`` counts the programs read
+    from disk, ``built`` those traced in this process; ``seconds`` holds the time spent in each phase ("trace",
+    "store", "load", "lower", "compile").
     """
 
     def __init__(
@@ -164,16 +165,19 @@ class StoredProgram:
         key = self.key(args)
         if key in self._executables:
             return self._executables[key]
+        where = folder() if self.parts is not None else None
+        if where is None:  # nothing to store: a plain jit, as jax.jit runs it
+            run = self._jitted(args)
+            self._executables[key] = run
+            return run
         dynamic = self._dynamic(args)
         leaves, in_tree = jax.tree.flatten(dynamic)
-        where = folder() if self.parts is not None else None
-        path = None if where is None else where / f"{key}.bin"
+        path = where / f"{key}.bin"
         stored = self._timed("load", self._load, path) if path is not None and path.exists() else None
         if stored is None:
             stored = self._timed("trace", self._export, args, in_tree, leaves)
             self.built += 1
-            if path is not None:
-                self._timed("store", self._save, path, stored)
+            self._timed("store", self._save, path, stored)
         else:
             self.loaded += 1
         exported, out_tree = stored
@@ -190,6 +194,20 @@ class StoredProgram:
 
     def __call__(self, *args):
         return self.compile(*args)(*self._dynamic(args))
+
+    def _jitted(self, args: Sequence[Any]) -> Callable:
+        """The program of a plain ``jax.jit`` (compiled now), as a function of the dynamic arguments."""
+        jitted = jax.jit(self.fn, static_argnums=self.static, donate_argnums=self.donate)
+        traced = self._timed("trace", jitted.trace, *args)
+        self._timed("compile", self._timed("lower", traced.lower).compile)
+        self.built += 1
+        static = {i: args[i] for i in self.static}
+
+        def run(*dynamic_args):
+            given = iter(dynamic_args)
+            return jitted(*(static[i] if i in static else next(given) for i in range(len(args))))
+
+        return run
 
     def _export(self, args: Sequence[Any], in_tree, leaves: list):
         """(the exported program of the flat dynamic leaves, the output's pytree structure)."""

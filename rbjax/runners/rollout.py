@@ -513,6 +513,12 @@ def _stored(fn, name: str, env: Env, parts: tuple, **jit_args) -> executables.St
     return executables.StoredProgram(fn, name, named, **jit_args)
 
 
+def _one_process(devices: tuple) -> str | None:
+    """The devices' repr, for a program's key; None (not stored) when they span several processes, whose
+    programs take every process's arrays (an exported program takes this process's only)."""
+    return None if any(d.process_index != jax.process_index() for d in devices) else repr(devices)
+
+
 def _per_store(name: str, fn, env: Env, env_axes, devices: tuple):
     """jitted ``vmap(fn)`` over (store, params) of ``env``, sharded over ``devices`` (``programs.cached`` per
     name, env, env axes and devices; kept on disk, ``rbjax.runners.executables``)."""
@@ -521,7 +527,7 @@ def _per_store(name: str, fn, env: Env, env_axes, devices: tuple):
         f = jax.vmap(fn, in_axes=(0, env_axes))
         if len(devices) > 1:
             f = _mesh_map(f, devices, (P(STORES), _specs(env_axes)))
-        return _stored(f, f"rollout.{name}", env, (repr(env_axes), repr(devices)))
+        return _stored(f, f"rollout.{name}", env, (repr(env_axes), _one_process(devices)))
 
     return programs.cached(f"rollout.{name}", build, env, (repr(env_axes), devices))
 
@@ -545,7 +551,13 @@ def compiled(env: Env, policy: Policy, records: str, policy_axes, env_axes, devi
             advance = lambda pp, ep, obs, state, key, first, days: _mesh_map(
                 lambda *a: inner(*a, first, days), devices, specs
             )(pp, ep, obs, state, key)
-        stored = (executables.policy_name(policy), records, repr(policy_axes), repr(env_axes), repr(devices))
+        stored = (
+            executables.policy_name(policy),
+            records,
+            repr(policy_axes),
+            repr(env_axes),
+            _one_process(devices),
+        )
         return _stored(advance, "rollout.days", env, stored, static_argnums=(6,), donate_argnums=(2, 3))
 
     parts = (policy, records, repr(policy_axes), repr(env_axes), devices)
