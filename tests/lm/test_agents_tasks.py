@@ -27,24 +27,13 @@ def tasks(tasks_file):
     return read_tasks(str(tasks_file))
 
 
+def agents_run(model, out, *args):
+    """``rbjax --devices 1 agents run --model MODEL --out OUT ARGS...`` in this process."""
+    main(["--devices", "1", "agents", "run", "--model", model, "--out", str(out), *args])
+
+
 def run_tasks(model, tasks_path, out, *extra):
-    main(
-        [
-            "--devices",
-            "1",
-            "agents",
-            "run",
-            "--model",
-            model,
-            "--tasks",
-            str(tasks_path),
-            "--out",
-            str(out),
-            "--progress",
-            "0",
-            *extra,
-        ]
-    )
+    agents_run(model, out, "--tasks", str(tasks_path), "--progress", "0", *extra)
     return pd.read_csv(out / "tasks.csv")
 
 
@@ -183,20 +172,7 @@ def test_errors_are_one_line_and_come_before_any_work(slices_dir, tasks, tasks_f
     ]
     for extra, where, message in cases:
         with pytest.raises(SystemExit) as e:
-            main(
-                [
-                    "--devices",
-                    "1",
-                    "agents",
-                    "run",
-                    "--model",
-                    "policy:oracle",
-                    "--out",
-                    str(where),
-                    "--tasks",
-                ]
-                + extra
-            )
+            agents_run("policy:oracle", where, "--tasks", *extra)
         text = str(e.value.code)
         assert message in text and "\n" not in text, (extra, text)
         assert not (where / "tasks.csv").exists() or where == used, extra
