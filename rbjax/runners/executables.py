@@ -89,6 +89,8 @@ def signature(args: Sequence[Any]) -> tuple:
     leaves, tree = jax.tree.flatten(args)
 
     def leaf(x):
+        if isinstance(x, jax.ShapeDtypeStruct):  # an argument still to come: as the array it stands for
+            return (x.shape, str(x.dtype), bool(x.weak_type), repr(x.sharding))
         if isinstance(x, jax.Array):
             aval = x.aval if hasattr(x, "aval") else jax.typeof(x)
             return (x.shape, str(x.dtype), bool(getattr(aval, "weak_type", False)), repr(x.sharding))
@@ -161,19 +163,36 @@ class StoredProgram:
 
     def compile(self, *args) -> Callable:
         """The program for ``args`` (static ones included), as a function of the dynamic arguments: from
-        memory, from disk (then compiled, which JAX's cache answers), or traced, stored and compiled now."""
+        memory, from disk (then compiled, which JAX's cache answers), or traced, stored and compiled now.
+        A dynamic argument may be a ``jax.ShapeDtypeStruct`` (its sharding set) standing for the array that
+        will come."""
         key = self.key(args)
-        if key in self._executables:
-            return self._executables[key]
+        try:
+            return self._pending(key, args).result()
+        except BaseException:  # not kept: the next call tries again
+            self._executables.pop(key, None)
+            raise
+
+    def start(self, *args) -> Pending:
+        """``compile`` in two halves: traces or loads and lowers the program now, and compiles it on a thread
+        (XLA's compiler releases the GIL, so this thread can trace or compile another program meanwhile).
+        Returns a ``Pending``: its ``out_info`` (the output's shapes and dtypes) is known at once, its
+        ``result()`` waits for the program."""
+        return self._pending(self.key(args), args)
+
+    def _pending(self, key: str, args: Sequence[Any]) -> Pending:
+        if key not in self._executables:
+            self._executables[key] = self._start(args, key)
+        return self._executables[key]
+
+    def _start(self, args: Sequence[Any], key: str) -> Pending:
         where = folder() if self.parts is not None else None
         if where is None:  # nothing to store: a plain jit, as jax.jit runs it
-            run = self._jitted(args)
-            self._executables[key] = run
-            return run
+            return self._jitted(args)
         dynamic = self._dynamic(args)
         leaves, in_tree = jax.tree.flatten(dynamic)
         path = where / f"{key}.bin"
-        stored = self._timed("load", self._load, path) if path is not None and path.exists() else None
+        stored = self._timed("load", self._load, path) if path.exists() else None
         if stored is None:
             stored = self._timed("trace", self._export, args, in_tree, leaves)
             self.built += 1
@@ -183,23 +202,22 @@ class StoredProgram:
         exported, out_tree = stored
         donated = _flat_positions(dynamic, [i - sum(s < i for s in self.static) for i in self.donate])
         # a program sharded over several devices takes them from its arguments' shardings
-        traced = jax.jit(exported.call, donate_argnums=donated).trace(*leaves)
-        executable = self._timed("compile", self._timed("lower", traced.lower).compile)
+        lowered = self._timed("lower", jax.jit(exported.call, donate_argnums=donated).trace(*leaves).lower)
 
-        def run(*dynamic_args):
-            return jax.tree.unflatten(out_tree, executable(*jax.tree.leaves(list(dynamic_args))))
+        def finish():
+            executable = self._timed("compile", lowered.compile)
+            return lambda *dynamic: jax.tree.unflatten(out_tree, executable(*jax.tree.leaves(list(dynamic))))
 
-        self._executables[key] = run
-        return run
+        return Pending(jax.tree.unflatten(out_tree, jax.tree.leaves(lowered.out_info)), finish)
 
     def __call__(self, *args):
         return self.compile(*args)(*self._dynamic(args))
 
-    def _jitted(self, args: Sequence[Any]) -> Callable:
-        """The program of a plain ``jax.jit`` (compiled now), as a function of the dynamic arguments."""
+    def _jitted(self, args: Sequence[Any]) -> Pending:
+        """The program of a plain ``jax.jit``, traced and lowered now, compiled by the ``Pending``."""
         jitted = jax.jit(self.fn, static_argnums=self.static, donate_argnums=self.donate)
         traced = self._timed("trace", jitted.trace, *args)
-        self._timed("compile", self._timed("lower", traced.lower).compile)
+        lowered = self._timed("lower", traced.lower)
         self.built += 1
         static = {i: args[i] for i in self.static}
 
@@ -207,7 +225,11 @@ class StoredProgram:
             given = iter(dynamic_args)
             return jitted(*(static[i] if i in static else next(given) for i in range(len(args))))
 
-        return run
+        def finish():
+            self._timed("compile", lowered.compile)
+            return run
+
+        return Pending(lowered.out_info, finish)
 
     def _export(self, args: Sequence[Any], in_tree, leaves: list):
         """(the exported program of the flat dynamic leaves, the output's pytree structure)."""
@@ -254,6 +276,27 @@ class StoredProgram:
             os.replace(f.name, path)
         except Exception as e:  # a full disk, a read-only folder: run on without storing
             print(f"rbjax: program {self.name} not stored ({e})", file=sys.stderr)
+
+
+class Pending:
+    """A program being compiled (``StoredProgram.start``) by ``finish`` on a compiling thread: ``out_info``, the
+    output's pytree of ``jax.ShapeDtypeStruct`` (no shardings); ``result()``, the program once compiled (the
+    compiler's error, if it failed)."""
+
+    def __init__(self, out_info, finish: Callable[[], Callable]) -> None:
+        self.out_info = out_info
+        self._future = _compiler().submit(finish)
+
+    def result(self) -> Callable:
+        return self._future.result()
+
+
+@functools.cache
+def _compiler():
+    """The threads that compile (one per core: XLA compiles a program on one)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    return ThreadPoolExecutor(max_workers=os.cpu_count() or 1, thread_name_prefix="rbjax-compile")
 
 
 def _flat_positions(args: list, which: Sequence[int]) -> tuple[int, ...]:

@@ -355,7 +355,8 @@ def _nbytes(tree) -> int:
 
 class _Progress:
     """Progress lines on stderr, by phase: the supplier worlds and pre-opening history of each chunk of stores
-    (the first chunk compiles the reset, and the day while its stores open), then its days. The estimate of
+    (the first chunk compiles the reset and the day side by side, its stores opening as soon as the reset is
+    ready), then its days. The estimate of
     the time left starts with the first day call: the days at the measured rate, plus the chunks still to
     open at the last chunk's opening time once one has opened without compiling."""
 
@@ -383,8 +384,7 @@ class _Progress:
         self.first, self.stop = first, stop
         if first == 0 and not self.resumed:
             print(
-                f"rollout: compiling the reset, then drawing supplier worlds for {self._where()} while the day "
-                "compiles",
+                f"rollout: compiling the reset and the day, then drawing supplier worlds for {self._where()}",
                 file=sys.stderr,
             )
 
@@ -447,15 +447,22 @@ def _run_batch(
     made = lambda what: sum(getattr(p, what, 0) for p in (reset, step_chunk))  # programs built or loaded
     built, loaded = made("built"), made("loaded")
     clock = time.perf_counter()
-    if start is None:
-        obs, state = reset(k_reset, env_params)
+    lengths = sorted({days_per_call, days % days_per_call or days_per_call})
+    if start is None:  # the reset and the day compile side by side (XLA compiles a program on one core)
+        opening = reset.start(k_reset, env_params)
+        obs, state = _standing_in(opening.out_info, devices)
     else:
         state = start
         obs = observer(env, env_axes, devices)(state, env_params)
-    # the day compiles while the devices open the stores (dispatch is asynchronous; a compiled day costs
-    # nothing here), so every day call runs at once: each call length, the last call's too
-    for length in {days_per_call, days % days_per_call or days_per_call}:
-        step_chunk.compile(policy_params, env_params, obs, state, k_run, jnp.int32(first_day), length)
+    # every call length's day, so that no day call waits for the compiler
+    day_programs = {
+        n: step_chunk.start(policy_params, env_params, obs, state, k_run, jnp.int32(first_day), n)
+        for n in lengths
+    }
+    if start is None:  # the stores open while the day may still compile (dispatch is asynchronous)
+        obs, state = opening.result()(k_reset, env_params)
+    # the programs compiled for the stand-ins run the arrays (they refuse arrays placed otherwise)
+    run_days = {n: program.result() for n, program in day_programs.items()}
     if report:
         jax.block_until_ready(state)
         loaded = made("loaded") > loaded and made("built") == built
@@ -465,7 +472,7 @@ def _run_batch(
         length = min(days_per_call, days - done)
         clock = time.perf_counter()
         day = jnp.int32(first_day + done)
-        (obs, state), rec = step_chunk(policy_params, env_params, obs, state, k_run, day, length)
+        (obs, state), rec = run_days[length](policy_params, env_params, obs, state, k_run, day)
         outs.append(rec)
         done += length
         if report:
@@ -473,6 +480,18 @@ def _run_batch(
             report(done, time.perf_counter() - clock, length)
     recs = outs[0] if len(outs) == 1 else jax.tree.map(lambda *x: jnp.concatenate(x, axis=1), *outs)
     return recs, state
+
+
+def _standing_in(out_info, devices: tuple):
+    """The arrays a per-store program will return (``out_info``: their shapes and dtypes), as
+    ``jax.ShapeDtypeStruct`` on ``devices`` (split over the stores axis), to compile the next program with."""
+    if len(devices) == 1:
+        sharding = jax.sharding.SingleDeviceSharding(devices[0])
+    else:
+        sharding = NamedSharding(Mesh(np.asarray(devices), (STORES,)), P(STORES))
+    return jax.tree.map(
+        lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype, weak_type=x.weak_type, sharding=sharding), out_info
+    )
 
 
 def _take(tree, axes, index: np.ndarray):

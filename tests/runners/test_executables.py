@@ -180,3 +180,43 @@ def test_remembered_values_are_computed_once_per_key(store):
     assert executables.remembered("n", ("a",), compute) == 42 and len(calls) == 1  # read from disk
     assert executables.remembered("n", ("b",), compute) == 42 and len(calls) == 2  # another key
     assert executables.remembered("n", None, compute) == 42 and len(calls) == 3  # not named by value
+
+
+@pytest.mark.parametrize("stored", [True, False])
+def test_a_program_compiles_from_stand_ins_on_a_compiling_thread(stored, store, monkeypatch):
+    """``start`` lowers now and compiles on another thread; a program compiled for ``jax.ShapeDtypeStruct``
+    stand-ins is the one the arrays they stand for then run (not traced or compiled again)."""
+    if not stored:
+        monkeypatch.setattr(executables, "folder", lambda: None)
+    program = _program("stand-ins", ("a", stored))
+    device = jax.sharding.SingleDeviceSharding(jax.devices()[0])
+    stand_ins = [jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=device) for a in ARGS[:2]]
+    threads = []
+    compile_on = jax.stages.Lowered.compile
+    monkeypatch.setattr(
+        jax.stages.Lowered, "compile", lambda self, *a: threads.append(_thread_name()) or compile_on(self, *a)
+    )
+    pending = program.start(*stand_ins, ARGS[2])
+    assert jax.tree.map(lambda x: (x.shape, x.dtype), pending.out_info) == ((3,), jnp.float32)
+    arrays = [jax.device_put(a, jax.devices()[0]) for a in ARGS[:2]]
+    np.testing.assert_array_equal(program(*arrays, ARGS[2]), _double(*ARGS))
+    assert program.built == 1 and len(program._executables) == 1  # one key: the stand-ins' and the arrays'
+    assert threads == ["rbjax-compile"]
+
+
+def _thread_name() -> str:
+    import threading
+
+    return threading.current_thread().name.rsplit("_", 1)[0]
+
+
+def test_a_failed_compile_is_not_kept(store, monkeypatch):
+    program = _program("fails", ("a",))
+    monkeypatch.setattr(
+        jax.stages.Lowered, "compile", lambda self, *a: (_ for _ in ()).throw(MemoryError("x"))
+    )
+    with pytest.raises(MemoryError):
+        program(*ARGS)
+    monkeypatch.undo()
+    monkeypatch.setattr(executables, "folder", lambda: store)
+    np.testing.assert_array_equal(program(*ARGS), _double(*ARGS))

@@ -141,9 +141,7 @@ def test_chunks_of_stores_equal_one_batch(env, params, episodes, capsys):
     assert _same((rec, final), want)
     lines = capsys.readouterr().err.splitlines()
     assert lines[0].startswith("rollout: 7 stores x 180 days in 2 chunks of 4 stores on ")
-    assert lines[1] == (
-        "rollout: compiling the reset, then drawing supplier worlds for stores 0-3 while the day compiles"
-    )
+    assert lines[1] == "rollout: compiling the reset and the day, then drawing supplier worlds for stores 0-3"
     assert lines[2].startswith("rollout: stores 0-3 compiled and opened in ")
     # the day compiled while the stores opened: the estimate starts with the first call; the first chunk's
     # opening (it compiled) is not counted in it
@@ -155,32 +153,51 @@ def test_chunks_of_stores_equal_one_batch(env, params, episodes, capsys):
     assert lines[-1].startswith("rollout: stores 4-6, day 180/180,") and "left" not in lines[-1]
 
 
-def test_the_day_compiles_while_the_stores_open(env, params, monkeypatch):
-    """Every call length of the day program (30, and the last call's 15 of 45 days) is compiled (or loaded)
-    right after the reset is dispatched (it runs asynchronously), before the first day call. Recorded on
-    stand-in programs: nothing compiles."""
+def test_the_reset_and_the_day_compile_side_by_side(env, params, monkeypatch):
+    """The reset's program and every call length of the day's (30, and the last call's 15 of 45 days) start
+    compiling before any is waited for, the day's from stand-ins of the reset's outputs; the stores open as
+    soon as the reset's program is ready, and the days run on the programs compiled for the stand-ins.
+    Recorded on stand-in programs: nothing compiles."""
     from rbjax.runners import rollout as module
 
     events = []
 
-    class Day:
-        def compile(self, *args):
-            events.append(("compile", args[-1]))
+    class Pending:
+        def __init__(self, name, out_info, run):
+            self.name, self.out_info, self.run = name, out_info, run
 
-        def __call__(self, policy_params, env_params, obs, state, key, day, length):
-            events.append(("call", length))
-            return (obs, state), jnp.zeros((len(key), length))
+        def result(self):
+            events.append(("ready", self.name))
+            return self.run
 
     def reset(keys, env_params):
         events.append(("reset",))
         return jnp.zeros(len(keys)), jnp.zeros(len(keys))
 
-    monkeypatch.setattr(module, "compiled", lambda *args: (reset, Day()))
+    class Reset:
+        def start(self, keys, env_params):
+            events.append(("start", "reset"))
+            one = jax.ShapeDtypeStruct((len(keys),), jnp.float32)
+            return Pending("reset", (one, one), reset)
+
+    class Day:
+        def start(self, policy_params, env_params, obs, state, key, day, length):
+            assert isinstance(obs, jax.ShapeDtypeStruct) and obs.sharding.device_set == {jax.devices()[0]}
+            events.append(("start", length))
+
+            def run(policy_params, env_params, obs, state, key, day):
+                events.append(("call", length))
+                return (obs, state), jnp.zeros((len(key), length))
+
+            return Pending(length, None, run)
+
+    monkeypatch.setattr(module, "compiled", lambda *args: (Reset(), Day()))
     keys = jax.random.split(jax.random.key(golden.SEED), STORES)
     rec, _ = rollout(env, random_policy, RandomParams.default(), params, keys, 45, days_per_call=30)
     assert rec.shape == (STORES, 45)
-    assert events[0] == ("reset",) and sorted(events[1:3]) == [("compile", 15), ("compile", 30)]
-    assert events[3:] == [("call", 30), ("call", 15)]
+    assert events[:3] == [("start", "reset"), ("start", 15), ("start", 30)]
+    assert events[3:6] == [("ready", "reset"), ("reset",), ("ready", 15)]
+    assert events[6:] == [("ready", 30), ("call", 30), ("call", 15)]
 
 
 @pytest.mark.slow
