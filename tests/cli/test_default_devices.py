@@ -2,7 +2,8 @@
 CI), no ``--devices 1``. Five stores do not divide two devices, and ``--store-chunk`` runs go in chunks.
 
 They run in one fresh process (its devices split as the CLI splits them; the later commands share its compiled
-programs), so the suite pays for one multi-device compilation of each program: the snapshot path, chunks and
+programs: every fresh-store command runs chunks of 2 stores, so they share one reset), so the suite pays for one
+multi-device compilation of each program: the snapshot path, chunks and
 per-store params (a sweep) are the three ways a chunk's inputs reach the devices (``rollout._place``), and
 ``eval`` runs the shipped PPO policy. ``bench --profile`` runs on the default devices in
 ``tests/perf/test_perf.py``; the agent commands and ``train`` always run on one device (``rbjax.cli``), the
@@ -46,11 +47,12 @@ def test_the_documented_commands_run_on_the_default_devices(tmp_path):
         "run --policy oracle --stores 5 --days 6 --seed 3 --store-chunk 2 --records --progress 3 --cache K"
     )
     out = _rbjax(
-        "oracle --stores 5 --days 6 --seed 3 --save-states S --every 3 --records --out O --progress 0 --cache K",
+        "oracle --stores 5 --days 6 --seed 3 --store-chunk 2 --save-states S --every 3 --records --out O --progress 0"
+        " --cache K",
         "run --policy oracle --from-states S --days 3 --out C --cache K",
         chunked + " --out R",
         "sweep --multiplier 2,4 --seeds 3 --days 6 --out W --cache K",
-        f"eval --policy ppo --checkpoint {rbjax.PPO_CHECKPOINT} --stores 5 --days 6 --greedy --cache K",
+        f"eval --policy ppo --checkpoint {rbjax.PPO_CHECKPOINT} --stores 5 --days 6 --greedy --store-chunk 2 --cache K",
         cwd=tmp_path,
     )
     # a new process loads the chunked run's programs from the cache instead of tracing and compiling them
@@ -59,7 +61,8 @@ def test_the_documented_commands_run_on_the_default_devices(tmp_path):
     with np.load(tmp_path / "R" / "records.npz") as a, np.load(tmp_path / "R2" / "records.npz") as b:
         assert all(np.array_equal(a[name], b[name]) for name in a)
     assert f"all done on {os.cpu_count()} devices" in out
-    # chunked (3 chunks of 2 stores) and in segments with snapshots: the same records, bit for bit
+    # in segments with snapshots and straight through (both in 3 chunks of 2 stores, so that they share their
+    # programs: tests/runners/test_rollout.py has chunks against one batch): the same records, bit for bit
     with np.load(tmp_path / "O" / "records.npz") as a, np.load(tmp_path / "R" / "records.npz") as b:
         assert sorted(a) == sorted(b)
         for name in a:
