@@ -54,12 +54,15 @@ GROUPS = {
     "tests/agents/test_run_folders.py": "agent-engine",
 }
 # The order the groups start in (the others follow in file order): the golden programs first, as the other
-# groups reuse them through the cache, then the longest groups, so that the two workers end close together.
+# groups reuse them through the cache, and beside them the one group that shares nothing with them (its processes
+# keep their own cache); then the longest groups, so that the two workers end close together. (The groups that
+# use the golden programs, ppo first, start once a worker is free, when the golden group has compiled them: two
+# workers compiling one program at once each pay for it.)
 FIRST = (
     "golden",
+    "tests/cli/test_default_devices.py",  # its own processes compile the multi-device programs
     "ppo",
     "oracle",
-    "tests/cli/test_default_devices.py",  # its own processes compile the multi-device programs: start it early
     "wrappers",
     "tests/test_env.py",
     "agent-engine",
