@@ -274,20 +274,20 @@ def test_vector_env_auto_resets_by_gymnasium_rules(env, short_params, mode):
 
 
 def test_vector_env_seeds_masks_and_bad_input(env):
-    envs = VectorEnv(2, env, pool_size=POOL)
+    envs = VectorEnv(3, env, pool_size=POOL)  # the auto-reset test's programs (3 stores, next_step)
     with pytest.raises(RuntimeError, match="reset"):
         envs.step(envs.action_space.sample())
     a, _ = envs.reset(seed=4)
     b, _ = envs.reset(seed=4)
     c, _ = envs.reset(seed=5)
     assert np.array_equal(a, b) and not np.array_equal(a, c)
-    with pytest.raises(ValueError, match=r"shape \(2, 384\)"):
-        envs.step(np.zeros((3, 384)))
+    with pytest.raises(ValueError, match=r"shape \(3, 384\)"):
+        envs.step(np.zeros((4, 384)))
     with pytest.raises(ValueError, match="seed"):
         envs.reset(seed=[1, 2])
     before = envs.step(envs.action_space.sample())[0]
-    after, _ = envs.reset(options={"reset_mask": np.array([True, False])})
-    assert np.array_equal(after[1], before[1]) and not np.array_equal(after[0], before[0])
+    after, _ = envs.reset(options={"reset_mask": np.array([True, False, False])})
+    assert np.array_equal(after[1:], before[1:]) and not np.array_equal(after[0], before[0])
 
 
 def test_store_env_passes_gymnasium_checker(env):
