@@ -293,7 +293,8 @@ class Pending:
 
 @functools.cache
 def _compiler():
-    """The threads that compile (one per core: XLA compiles a program on one)."""
+    """The threads that compile (one per core; XLA:CPU spreads each program's code generation over the cores too,
+    so side by side overlaps what is serial in each compile: its passes, and tracing the next program)."""
     from concurrent.futures import ThreadPoolExecutor
 
     return ThreadPoolExecutor(max_workers=os.cpu_count() or 1, thread_name_prefix="rbjax-compile")

@@ -356,9 +356,9 @@ def _nbytes(tree) -> int:
 class _Progress:
     """Progress lines on stderr, by phase: the supplier worlds and pre-opening history of each chunk of stores
     (the first chunk compiles the reset and the day side by side, its stores opening as soon as the reset is
-    ready), then its days. The estimate of
-    the time left starts with the first day call: the days at the measured rate, plus the chunks still to
-    open at the last chunk's opening time once one has opened without compiling."""
+    ready), then its days. The estimate of the time left starts with the first day call: the days at the
+    measured rate, plus the chunks still to open at the last chunk's opening time once one has opened without
+    compiling."""
 
     def __init__(self, n: int, days: int, size: int, devices: int, resumed: bool = False):
         self.n, self.days, self.size, self.resumed = n, days, size, resumed
@@ -448,7 +448,7 @@ def _run_batch(
     built, loaded = made("built"), made("loaded")
     clock = time.perf_counter()
     lengths = sorted({days_per_call, days % days_per_call or days_per_call})
-    if start is None:  # the reset and the day compile side by side (XLA compiles a program on one core)
+    if start is None:  # the reset and the day compile side by side (what is serial in each overlaps)
         opening = reset.start(k_reset, env_params)
         obs, state = _standing_in(opening.out_info, devices)
     else:
@@ -461,7 +461,7 @@ def _run_batch(
     }
     if start is None:  # the stores open while the day may still compile (dispatch is asynchronous)
         obs, state = opening.result()(k_reset, env_params)
-    # the programs compiled for the stand-ins run the arrays (they refuse arrays placed otherwise)
+    # the programs compiled for the stand-ins run the arrays (a stored one refuses arrays placed otherwise)
     run_days = {n: program.result() for n, program in day_programs.items()}
     if report:
         jax.block_until_ready(state)
