@@ -1,13 +1,16 @@
 """Throughput on an accelerator: the oracle from 10^3 to 10^6 stores on the first device ``jax.devices()`` gives.
 
     python benchmarks/gpu.py [--batches 1000,10000,100000] [--large 1000000] [--days 30] [--budget 300]
+                             [--substeps 100000]
 
 For each batch, one jitted call each: the first call (compilation, reset and ``--days`` oracle days), then a
 reset and a second run timed apart (resets per second with the default supplier generator, store-days per
 second). At the middle batch, the one-attempt generator's reset, for the default / one-attempt ratio. Then
 ``--large`` stores through ``rollout_chunks`` in chunks of the largest batch (the same compiled programs),
 each chunk reduced to its final net worths and dropped; skipped when the estimate from the largest batch
-exceeds what is left of ``--budget`` seconds. Writes benchmarks/out/gpu.md (or ``--out``).
+exceeds what is left of ``--budget`` seconds. ``--substeps N``: before it, "Where a day goes" at N stores
+(``rbjax.perf.bench.substeps``: each sub-step of the day, the whole step, the oracle, the floor kernel and the
+bytes XLA's cost analysis gives each). Writes benchmarks/out/gpu.md (or ``--out``).
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ import jax
 import numpy as np
 
 from rbjax import Env
-from rbjax.perf.bench import throughput
+from rbjax.perf.bench import substeps, throughput
 from rbjax.policies import make
 from rbjax.runners.rollout import rollout_chunks
 
@@ -57,12 +60,35 @@ def large_run(env: Env, params, stores: int, chunk: int, days: int, device) -> d
     return dict(seconds=time.perf_counter() - start, mean_net_worth=total / stores)
 
 
+def where_a_day_goes(env: Env, params, stores: int) -> list[str]:
+    """The day at ``stores`` stores, sub-step by sub-step, against the floor kernel: markdown lines."""
+    table, s = substeps(env, params, stores)
+    lines = [
+        "",
+        f"Where a day goes at {stores:,} stores ({s['state_after']}):",
+        "",
+        "| part | ms |",
+        "|---|---|",
+        *(f"| {m} | {ms:.2f} |" for m, ms in zip(table.module, table.ms)),
+        f"| **step, whole** | **{s['step_ms']:.2f}** |",
+        f"| oracle policy | {s['oracle_ms']:.2f} |",
+        f"| floor kernel | {s['floor_ms']:.2f} |",
+        "",
+        f"Step / floor: **{s['step_over_floor']:.1f}x**; bytes a day (XLA's cost analysis): step "
+        f"{s['step_bytes'] / 1e9:.2f} GB, floor {s['floor_bytes'] / 1e9:.2f} GB "
+        f"({s['step_bytes'] / s['floor_bytes']:.1f}x); state {s['state_bytes'] / 1e3:.1f} KB a store.",
+    ]
+    print("\n".join(lines), flush=True)
+    return lines
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--batches", default="1000,10000,100000")
     ap.add_argument("--large", type=int, default=1_000_000, help="stores of the chunked run (0: skip)")
     ap.add_argument("--days", type=int, default=30)
     ap.add_argument("--budget", type=float, default=300.0, help="seconds the whole benchmark may take")
+    ap.add_argument("--substeps", type=int, default=0, help="stores of the day's sub-step table (0: skip)")
     ap.add_argument("--out", type=Path, default=OUT)
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
@@ -89,6 +115,7 @@ def main():
     one = Env(dataclasses.replace(env.config, supplier_attempts=1))
     ratio = reset_seconds(env, params, mid) / reset_seconds(one, params, mid)
     print(f"default / one-attempt reset at {mid:,} stores: {ratio:.2f}", flush=True)
+    day = where_a_day_goes(env, params, args.substeps) if args.substeps else []
     large = None
     if args.large:
         big = rows[-1]
@@ -114,6 +141,7 @@ def main():
         "",
         f"Default / one-attempt reset at {mid:,} stores: **{ratio:.2f}**.",
     ]
+    lines += day
     if large:
         lines.append(
             f"{args.large:,} stores x {args.days} days in chunks of {rows[-1]['batch']:,}: {large['seconds']:.0f} s "
