@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from rbjax.kernels.rng import _mix
-from rbjax.kernels.xla import RANK_BLOCK, fsum, materialize, rank
+from rbjax.kernels.xla import RANK_BLOCK, _fsum_indexed, _fsum_split, fsum, materialize, rank
 
 
 def test_materialize_returns_the_same_arrays():
@@ -58,11 +58,28 @@ def test_materialize_stops_xla_recomputing_a_producer_in_each_consumer():
     assert _hash_work(True) <= 64 * 96 * 2
 
 
-def test_fsum_adds_in_index_order():
+@pytest.mark.parametrize("write", [_fsum_split, _fsum_indexed])
+def test_fsum_adds_in_index_order(write):
     x = jnp.asarray([[1e8, 1.0, -1e8, 1.0]], jnp.float32)
-    assert float(fsum(x, -1)[0]) == float(
+    assert float(write(x, -1)[0]) == float(
         ((np.float32(1e8) + np.float32(1)) - np.float32(1e8)) + np.float32(1)
     )
+
+
+def test_fsum_writings_give_the_same_bits():
+    x = jax.random.normal(jax.random.key(3), (6, 5, 7), jnp.float32) * 1e4
+    for axis in (0, 1, 2, -1, -2):
+        split, indexed = np.asarray(_fsum_split(x, axis)), np.asarray(_fsum_indexed(x, axis))
+        assert split.shape == indexed.shape == tuple(np.delete(np.asarray(x.shape), axis))
+        np.testing.assert_array_equal(split.view(np.uint32), indexed.view(np.uint32))
+
+
+def test_fsum_is_written_per_platform(monkeypatch):
+    x = jnp.ones((4, 5), jnp.float32)
+    prims = lambda: {e.primitive.name for e in jax.make_jaxpr(lambda a: fsum(a))(x).jaxpr.eqns}  # fresh trace
+    assert "split" in prims()  # the CPU writing
+    monkeypatch.setattr(jax, "default_backend", lambda: "gpu")
+    assert "split" not in prims()
 
 
 def _rank_reference(x, descending, group, among):
