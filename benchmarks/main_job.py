@@ -54,7 +54,7 @@ import jax, jax.numpy as jnp
 import rbjax
 from rbjax.env import Env
 from rbjax.policies import make
-from rbjax.runners.rollout import _place, _standing_in, compiled
+from rbjax.runners.rollout import place, _standing_in, compiled
 t = {"imports": time.perf_counter() - clock}
 stores, days, per_call, cache = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
 rbjax.setup(cache=cache)  # as the command: one device per core, the persistent cache
@@ -64,8 +64,8 @@ params = env.default_params()
 policy, policy_params = make("oracle")
 keys = jax.random.split(jax.random.key(0), stores + (-stores % len(devices)))
 k_reset, k_run = jnp.moveaxis(jax.vmap(lambda k: jax.random.split(k))(keys), 1, 0)
-params, policy_params = _place(params, None, devices), _place(policy_params, None, devices)
-k_reset, k_run = _place((k_reset, k_run), 0, devices)
+params, policy_params = place(params, None, devices), place(policy_params, None, devices)
+k_reset, k_run = place((k_reset, k_run), 0, devices)
 reset, chunk = compiled(env, policy, "summary", None, None, devices)
 # as the command: the reset and the day compile side by side, the day from stand-ins of the reset's outputs,
 # and the stores open as soon as the reset is compiled

@@ -20,13 +20,14 @@ import time
 from pathlib import Path
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 
 from rbjax.env import Env
 from rbjax.perf import profiling
 from rbjax.policies import make
-from rbjax.runners.rollout import compiled
+from rbjax.runners.rollout import compiled, place
 
 POLICIES = ("oracle", "null")  # the throughput table's policies (``rbjax.policies.make``)
 
@@ -40,16 +41,18 @@ def throughput(
 ) -> dict:
     fn, pp = make(policy)
     keys = _pad_keys(batch, len(devices))
+    # placed as a rollout places them, so that a rollout of the same shapes reuses these programs
+    keys, params, pp = place(keys, 0, devices), place(params, None, devices), place(pp, None, devices)
     reset, chunk = compiled(env, fn, records, None, None, devices)
     start = time.perf_counter()
     obs, state = jax.block_until_ready(reset(keys, params))
-    (obs, state), rec = jax.block_until_ready(chunk(pp, params, obs, state, keys, np.int32(0), days))
+    (obs, state), rec = jax.block_until_ready(chunk(pp, params, obs, state, keys, jnp.int32(0), days))
     first = time.perf_counter() - start
     start = time.perf_counter()
     obs, state = jax.block_until_ready(reset(keys, params))
     t_reset = time.perf_counter() - start
     start = time.perf_counter()
-    jax.block_until_ready(chunk(pp, params, obs, state, keys, np.int32(0), days))
+    jax.block_until_ready(chunk(pp, params, obs, state, keys, jnp.int32(0), days))
     t_run = time.perf_counter() - start
     return dict(
         policy=policy,
@@ -77,10 +80,12 @@ def substeps(
     after ``days_before`` days of the ``warmup`` policy."""
     fn, pp = make("oracle")
     warm_fn, warm_pp = make(warmup)
-    keys = jax.random.split(jax.random.key(1), batch)
-    reset, chunk = compiled(env, warm_fn, records, None, None, (jax.devices()[0],))
+    devices = (jax.devices()[0],)
+    keys = place(jax.random.split(jax.random.key(1), batch), 0, devices)
+    params, pp, warm_pp = (place(p, None, devices) for p in (params, pp, warm_pp))
+    reset, chunk = compiled(env, warm_fn, records, None, None, devices)
     obs, state = reset(keys, params)
-    (obs, state), _ = chunk(warm_pp, params, obs, state, keys, np.int32(0), days_before)
+    (obs, state), _ = chunk(warm_pp, params, obs, state, keys, jnp.int32(0), days_before)
     priv = jax.vmap(env.privileged, in_axes=(0, None))(state, params)
     action = jax.vmap(fn, in_axes=(None, 0, 0, None))(pp, obs, priv, None)
     if only is None:
@@ -95,7 +100,7 @@ def substeps(
         obs_copy, state_copy = jax.block_until_ready(jax.tree.map(lambda x: x.copy(), (obs, state)))
         start = time.perf_counter()
         jax.block_until_ready(
-            chunk(warm_pp, params, obs_copy, state_copy, keys, np.int32(0), days_before)
+            chunk(warm_pp, params, obs_copy, state_copy, keys, jnp.int32(0), days_before)
         )  # the compiled warm-up length: no new compilation
         t_step, t_policy = (time.perf_counter() - start) / days_before, float("nan")
         step_bytes = float("nan")

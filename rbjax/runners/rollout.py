@@ -219,9 +219,9 @@ def rollout_chunks(
         chunk_policy = _take(policy_params, policy_axes, take)
         chunk_env, chunk_keys = _take(env_params, env_axes, take), keys[take]
         if not several_hosts:  # inputs committed to other devices (a snapshot, a caller's arrays) move here
-            chunk_policy = _place(chunk_policy, policy_axes, devices)
-            chunk_env = _place(chunk_env, env_axes, devices)
-            chunk_keys, start = _place((chunk_keys, start), 0, devices)
+            chunk_policy = place(chunk_policy, policy_axes, devices)
+            chunk_env = place(chunk_env, env_axes, devices)
+            chunk_keys, start = place((chunk_keys, start), 0, devices)
         rec, final = _run_batch(
             env,
             policy,
@@ -253,7 +253,7 @@ def _take_state(state, take: np.ndarray):
     )
 
 
-def _place(tree, axes, devices: tuple):
+def place(tree, axes, devices: tuple):
     """``tree`` on ``devices``: leaves with a store axis (``axes``: vmap in_axes) split over the stores axis, the
     others copied to every device. ``jit`` refuses arrays committed to devices other than its own, which a
     snapshot's state or a caller's arrays may be."""

@@ -200,6 +200,32 @@ def test_the_reset_and_the_day_compile_side_by_side(env, params, monkeypatch):
     assert events[6:] == [("ready", 30), ("call", 30), ("call", 15)]
 
 
+def test_bench_and_a_rollout_of_the_same_shapes_share_their_programs(env, params):
+    """``rbjax bench`` places its inputs as a rollout does: a rollout after it compiles nothing (here the golden
+    oracle's programs). Arrays placed otherwise, even on the same device, make jit compile the programs again."""
+    from rbjax.perf.bench import throughput
+    from rbjax.policies import OracleParams, oracle
+
+    devices = tuple(jax.devices()[:1])
+    throughput(env, params, "oracle", devices, STORES, PER_CALL, records="full")
+    lowered = []
+
+    def listen(event, seconds, **kwargs):
+        if event == "/jax/core/compile/jaxpr_to_mlir_module_duration":
+            lowered.append(kwargs.get("fun_name", ""))
+
+    jax.monitoring.register_event_duration_secs_listener(listen)
+    try:
+        keys = jax.random.split(jax.random.key(golden.SEED), STORES)
+        rollout(
+            env, oracle, OracleParams.default(), params, keys, days=PER_CALL, records="full", devices=devices
+        )
+    finally:
+        jax.monitoring.unregister_event_duration_listener(listen)
+    # a stored program lowers as jit(call), a plain one as jit(reset) or jit(advance)
+    assert not [n for n in lowered if any(p in n for p in ("call", "reset", "advance"))], lowered
+
+
 @pytest.mark.slow
 def test_the_automatic_chunk_is_what_fits_in_memory(env, params, episodes, monkeypatch):
     """With the host's memory faked to hold the fixed part and 4.5 stores' peak footprint twice over, 7 stores
