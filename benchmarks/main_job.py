@@ -67,8 +67,8 @@ k_reset, k_run = jnp.moveaxis(jax.vmap(lambda k: jax.random.split(k))(keys), 1, 
 params, policy_params = place(params, None, devices), place(policy_params, None, devices)
 k_reset, k_run = place((k_reset, k_run), 0, devices)
 reset, chunk = compiled(env, policy, "summary", None, None, devices)
-# as the command: the reset and the day compile side by side, the day from stand-ins of the reset's outputs,
-# and the stores open as soon as the reset is compiled
+# as the command: the reset compiles on the compiling thread while the day is traced from stand-ins of its
+# outputs, the day compiles after it, and the stores open as soon as the reset is compiled
 clock = time.perf_counter()
 opening = reset.start(k_reset, params)
 day = chunk.start(policy_params, params, *_standing_in(opening.out_info, devices), k_run, jnp.int32(0), per_call)
@@ -79,7 +79,7 @@ ready = time.perf_counter()
 jax.block_until_ready(state)
 for phase in ("trace", "lower", "store", "load"):
     t[phase] = reset.seconds[phase] + chunk.seconds[phase]
-t["compile"] = ready - made  # both programs at once (wall time; their own clocks overlap)
+t["compile"] = ready - made  # what is left of compiling both once both are traced (wall time)
 t["opening"] = time.perf_counter() - ready  # the reset's time not hidden behind the compiling
 clock = time.perf_counter()
 for day in range(0, days, per_call):
@@ -93,7 +93,7 @@ PHASE_NAMES = ("imports", "trace", "lower", "compile", "store", "load", "opening
 
 def phases(stores: int, days: int, cache: str) -> dict:
     """The job's phases (seconds) in a fresh process: imports, the command's two programs traced, lowered and
-    stored (cold) or loaded (warm; ``rbjax.runners.executables``), then compiled side by side (wall time),
+    stored (cold) or loaded (warm; ``rbjax.runners.executables``), then compiled one after the other (wall time),
     opening the stores (the reset's time not hidden behind the compiling) and the days in calls of 30 days (as
     the command's progress chunks)."""
     out = subprocess.run(

@@ -293,11 +293,13 @@ class Pending:
 
 @functools.cache
 def _compiler():
-    """The threads that compile (one per core; XLA:CPU spreads each program's code generation over the cores too,
-    so side by side overlaps what is serial in each compile: its passes, and tracing the next program)."""
+    """The thread that compiles, one program at a time, while the caller traces and lowers the next. XLA:CPU
+    already spreads a program's code generation over the cores; a second compiling thread saved no time on the
+    main job and raised its peak memory by 0.7 GB (docs/performance.md, "The day made while the reset
+    compiles")."""
     from concurrent.futures import ThreadPoolExecutor
 
-    return ThreadPoolExecutor(max_workers=os.cpu_count() or 1, thread_name_prefix="rbjax-compile")
+    return ThreadPoolExecutor(max_workers=1, thread_name_prefix="rbjax-compile")
 
 
 def _flat_positions(args: list, which: Sequence[int]) -> tuple[int, ...]:

@@ -298,11 +298,11 @@ def store_peak_bytes(env: Env, records: str, days: int) -> int:
 
 
 # measured on XLA:CPU (benchmarks/memory.py, docs/performance.md): a 1,024-store reset peaks 0.37 MB a store
-# above its compilation, 180 oracle days 0.35 MB with summary records; the runtime and the two programs
-# compiling side by side take ~1.7 GB (256 stores: a 1.89 GB peak)
+# above its compilation, 180 oracle days 0.35 MB with summary records; the runtime and compiling the two
+# programs (one after the other) take ~1.1 GB (256 stores: a 1.25 GB peak)
 PEAK_PER_STATE = 6
 RESET_PER_STATE = 4
-FIXED_BYTES = 1_800_000_000
+FIXED_BYTES = 1_200_000_000
 FREE_SHARE = 0.5
 CPU_MAX_CHUNK = 4096
 ACCELERATOR_CHUNK = 4096  # stores per device when the device's memory limit is unknown
@@ -356,8 +356,8 @@ def _nbytes(tree) -> int:
 
 class _Progress:
     """Progress lines on stderr, by phase: the supplier worlds and pre-opening history of each chunk of stores
-    (the first chunk compiles the reset and the day side by side, its stores opening as soon as the reset is
-    ready), then its days. The estimate of the time left starts with the first day call: the days at the
+    (the first chunk's reset compiles while the day is traced, and its stores open while the day compiles),
+    then its days. The estimate of the time left starts with the first day call: the days at the
     measured rate, plus the chunks still to open at the last chunk's opening time once one has opened without
     compiling."""
 
@@ -449,7 +449,7 @@ def _run_batch(
     built, loaded = made("built"), made("loaded")
     clock = time.perf_counter()
     lengths = sorted({days_per_call, days % days_per_call or days_per_call})
-    if start is None:  # the reset and the day compile side by side (what is serial in each overlaps)
+    if start is None:  # the reset compiles on the compiling thread while the day is traced and lowered
         opening = reset.start(k_reset, env_params)
         obs, state = _standing_in(opening.out_info, devices)
     else:

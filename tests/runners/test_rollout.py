@@ -153,7 +153,7 @@ def test_chunks_of_stores_equal_one_batch(env, params, episodes, capsys):
     assert lines[-1].startswith("rollout: stores 4-6, day 180/180,") and "left" not in lines[-1]
 
 
-def test_the_reset_and_the_day_compile_side_by_side(env, params, monkeypatch):
+def test_the_day_is_made_while_the_reset_compiles(env, params, monkeypatch):
     """The reset's program and every call length of the day's (30, and the last call's 15 of 45 days) start
     compiling before any is waited for, the day's from stand-ins of the reset's outputs; the stores open as
     soon as the reset's program is ready, and the days run on the programs compiled for the stand-ins.
