@@ -24,7 +24,7 @@ import jax
 import numpy as np
 
 from rbjax import Env
-from rbjax.perf.bench import substeps, throughput
+from rbjax.perf.bench import day_lines, substeps, throughput
 from rbjax.policies import make
 from rbjax.runners.rollout import rollout_chunks
 
@@ -62,22 +62,7 @@ def large_run(env: Env, params, stores: int, chunk: int, days: int, device) -> d
 
 def where_a_day_goes(env: Env, params, stores: int) -> list[str]:
     """The day at ``stores`` stores, sub-step by sub-step, against the floor kernel: markdown lines."""
-    table, s = substeps(env, params, stores)
-    lines = [
-        "",
-        f"Where a day goes at {stores:,} stores ({s['state_after']}):",
-        "",
-        "| part | ms |",
-        "|---|---|",
-        *(f"| {m} | {ms:.2f} |" for m, ms in zip(table.module, table.ms)),
-        f"| **step, whole** | **{s['step_ms']:.2f}** |",
-        f"| oracle policy | {s['oracle_ms']:.2f} |",
-        f"| floor kernel | {s['floor_ms']:.2f} |",
-        "",
-        f"Step / floor: **{s['step_over_floor']:.1f}x**; bytes a day (XLA's cost analysis): step "
-        f"{s['step_bytes'] / 1e9:.2f} GB, floor {s['floor_bytes'] / 1e9:.2f} GB "
-        f"({s['step_bytes'] / s['floor_bytes']:.1f}x); state {s['state_bytes'] / 1e3:.1f} KB a store.",
-    ]
+    lines = day_lines(*substeps(env, params, stores))
     print("\n".join(lines), flush=True)
     return lines
 

@@ -193,6 +193,40 @@ def plot(table: pd.DataFrame, path: Path) -> None:
     fig.savefig(path, dpi=120)
 
 
+def day_lines(mods: pd.DataFrame, summary: dict, quick_policy: str | None = None) -> list[str]:
+    """``substeps``' results as markdown lines: the sub-step table, the step, the oracle, the floor kernel, the
+    step / floor ratio and the bytes each moves. quick_policy: the policy whose day was timed whole (``--quick``,
+    the oracle not timed on its own), or None."""
+    lines = [
+        "",
+        f"Per sub-step of the day on the state after {summary['state_after']}, {summary['batch']:,} stores, "
+        f"one device (ms per call; the step is timed whole):",
+        "",
+        "| part | ms |",
+        "|---|---|",
+        *(f"| {r.module} | {r.ms:.2f} |" for r in mods.itertuples()),
+    ]
+    # quick: the day is timed as the warm-up rollout runs it, policy included, and the oracle is not compiled
+    # on its own, so it has no time (substeps' oracle_ms is NaN)
+    step = f"step (whole, {quick_policy} policy included)" if quick_policy else "step (whole)"
+    oracle = "not timed (--quick)" if quick_policy else f"{summary['oracle_ms']:.2f}"
+    lines += [
+        f"| **{step}** | {summary['step_ms']:.2f} |",
+        f"| oracle policy | {oracle} |",
+        f"| floor kernel ({summary['state_bytes']:,} B state, {summary['random_words_per_day']:,} random "
+        f"words per store) | {summary['floor_ms']:.2f} |",
+        "",
+        f"Step / floor: {summary['step_over_floor']:.1f}x.",
+    ]
+    if np.isfinite(summary["step_bytes"]):
+        lines.append(
+            f"Memory traffic (XLA's cost analysis): the step's kernels read and write "
+            f"{summary['step_bytes'] / 1e6:,.0f} MB, the floor kernel's {summary['floor_bytes'] / 1e6:,.0f} MB: "
+            f"{summary['step_bytes'] / summary['floor_bytes']:.1f}x."
+        )
+    return lines
+
+
 def run(
     policies: list[str],
     batches: list[int],
@@ -253,33 +287,8 @@ def run(
         f"{r.first_call_s:.1f} |"
         for r in table.itertuples()
     ]
-    lines += [
-        "",
-        f"Per sub-step of the day on the state after {summary['state_after']}, {summary['batch']:,} stores, "
-        f"one device (ms per call; the step is timed whole):",
-        "",
-        "| part | ms |",
-        "|---|---|",
-    ]
-    lines += [f"| {r.module} | {r.ms:.2f} |" for r in mods.itertuples()]
-    # quick: the day is timed as the warm-up rollout runs it, policy included, and the oracle is not compiled
-    # on its own, so it has no time (substeps' oracle_ms is NaN)
-    step = f"step (whole, {policies[0]} policy included)" if quick else "step (whole)"
-    oracle = "not timed (--quick)" if quick else f"{summary['oracle_ms']:.2f}"
-    lines += [
-        f"| **{step}** | {summary['step_ms']:.2f} |",
-        f"| oracle policy | {oracle} |",
-        f"| floor kernel ({summary['state_bytes']:,} B state, {summary['random_words_per_day']:,} random "
-        f"words per store) | {summary['floor_ms']:.2f} |",
-        "",
-        f"Step / floor: {summary['step_over_floor']:.1f}x. Peak host memory: {peak:,.0f} MiB.",
-    ]
-    if np.isfinite(summary["step_bytes"]):
-        lines.append(
-            f"Memory traffic (XLA's cost analysis): the step's kernels read and write "
-            f"{summary['step_bytes'] / 1e6:,.0f} MB, the floor kernel's {summary['floor_bytes'] / 1e6:,.0f} MB: "
-            f"{summary['step_bytes'] / summary['floor_bytes']:.1f}x."
-        )
+    lines += day_lines(mods, summary, policies[0] if quick else None)
+    lines.append(f"Peak host memory: {peak:,.0f} MiB.")
     if drifts:
         lines.append(
             f"float32 vs float64, {drift_size[0]} oracle stores x {drift_size[1]} days, same keys: max |funds "
