@@ -3,7 +3,8 @@ second, tool calls per second, episode-days per second and memory per session at
 sessions, through the Python API; and the tool history's cost (made once per snapshot day) against opening.
 With ``--server N[,M]``, the same through ``rbjax lm serve`` (JSON over HTTP on 127.0.0.1).
 
-    python benchmarks/lm_env.py [--sessions 1,64,512] [--server 64,256] [--days 2] [--at 30] [--out benchmarks/out]
+    python benchmarks/lm_env.py [--sessions 1,64,512] [--server 64,256] [--days 2] [--at 30] [--tails 0,14]
+        [--out benchmarks/out]
 
 It makes (once, in --work) a slices folder of 16 oracle stores with snapshots every 30 days and a tasks file
 of 2-day slices from --at; sessions cycle over its tasks. Each session-day makes the calls of a scripted
@@ -47,8 +48,8 @@ def rss_mb() -> float:
     return float("nan")
 
 
-def ensure_tasks(work: str, at: int, days: int) -> str:
-    slices, tasks = os.path.join(work, "slices"), os.path.join(work, f"tasks_d{at}_n{days}.jsonl")
+def ensure_tasks(work: str, at: int, days: int, tail: int = 0) -> str:
+    slices, tasks = os.path.join(work, "slices"), os.path.join(work, f"tasks_d{at}_n{days}_k{tail}.jsonl")
     if not os.path.exists(os.path.join(slices, "slices.json")):
         line = f"--devices 1 run --policy oracle --stores 16 --days {at + 30} --every 30 --progress 0"
         subprocess.run([sys.executable, "-m", "rbjax", *line.split(), "--save-states", slices], check=True)
@@ -56,7 +57,7 @@ def ensure_tasks(work: str, at: int, days: int) -> str:
         from rbjax.lm.tasks import make_tasks, write_tasks
 
         start = time.perf_counter()
-        write_tasks(make_tasks(slices, days, at=[at]), tasks)
+        write_tasks(make_tasks(slices, days, at=[at], tail=tail), tasks)
         print(f"tasks and tool history of 16 stores from day {at}: {time.perf_counter() - start:.1f} s")
     return tasks
 
@@ -104,6 +105,8 @@ def measure(pool, tasks, n: int) -> dict:
         "tool_calls_per_s": calls / t_play,
         "episode_days_per_s": days / t_play,
         "mb_per_session": (rss1 - rss0) / n,
+        "tail": tasks[0].tail,
+        "play_ms_per_session": 1e3 * t_play / n,
     }
 
 
@@ -302,6 +305,9 @@ def main() -> None:
     ap.add_argument("--sessions", default="1,64,512")
     ap.add_argument("--days", type=int, default=2)
     ap.add_argument("--at", type=int, default=30)
+    ap.add_argument(
+        "--tails", default="0", help="tasks' continuations (days), each measured at every --sessions size"
+    )
     ap.add_argument("--work", default="benchmarks/out/lm_env")
     ap.add_argument("--out", default="benchmarks/out")
     ap.add_argument("--server", default="", help="also through rbjax lm serve, at these numbers of sessions")
@@ -314,13 +320,18 @@ def main() -> None:
     from rbjax.lm.pool import SessionPool
     from rbjax.lm.tasks import read_tasks
 
-    tasks_path = ensure_tasks(args.work, args.at, args.days)
+    tails = [int(x) for x in args.tails.split(",")]
+    tasks_paths = {k: ensure_tasks(args.work, args.at, args.days, k) for k in tails}
+    tasks_path = tasks_paths[tails[0]]
     tasks = read_tasks(tasks_path)
     sizes = [int(x) for x in args.sessions.split(",")]
     server_sizes = [int(x) for x in args.server.split(",") if x]
     pool = SessionPool.for_task(tasks[0], slots=max(sizes + server_sizes))
-    measure(pool, tasks, 2)  # compile the load and step programs
-    rows = [measure(pool, tasks, n) for n in sizes]
+    rows = []
+    for k in tails:
+        of_k = read_tasks(tasks_paths[k])
+        measure(pool, of_k, 2)  # compile the load and step programs (and the continuation's policy)
+        rows += [measure(pool, of_k, n) for n in sizes]
     table = pd.DataFrame(rows)
     os.makedirs(args.out, exist_ok=True)
     table.to_csv(os.path.join(args.out, "lm_env.csv"), index=False)

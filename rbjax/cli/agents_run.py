@@ -231,7 +231,13 @@ def main_tasks(args) -> None:
         except ValueError as e:
             raise fail(f"--tasks {args.tasks}: {e}") from None
         rec = (main_policy_slice if args.policy else main_llm)(run, opened)
-        rows |= tasks_run.score(g, opened[1], rec)
+        if g.tail:
+            print(f"{g.name}: {g.reference}'s continuation, {g.tail} days")
+        try:
+            end = tasks_run.play_tail(g, opened[1])
+        except ValueError as e:
+            raise fail(str(e)) from None
+        rows |= tasks_run.score(g, opened[1], rec, end)
     path = os.path.join(args.out, tasks_run.TABLE)
     table = tasks_run.write_table(rows, path)
     print(tasks_run.summary(table))

@@ -7,6 +7,7 @@ import os
 import sys
 
 from rbjax.cli.common import command, fail
+from rbjax.cli.lm_serve import add_serve_arguments
 
 
 def add(sub) -> None:
@@ -22,18 +23,18 @@ def add(sub) -> None:
         "--stores", type=int, default=None, help="the first N stores of each snapshot (default: all)"
     )
     t.add_argument("--reference", default="oracle", help="the policy each task's reward is measured against")
+    t.add_argument(
+        "--tail",
+        type=int,
+        default=None,
+        help="days the reference plays on after each task's days, counted in the reward "
+        "(default: 14; 0: the task's days alone; see docs/lm_training.md)",
+    )
     t.add_argument("--out", dest="tasks_out", required=True, help="the tasks file written (JSON Lines)")
     t.set_defaults(func=tasks)
     doc = "lm serve: sessions on a tasks file for trainers and evaluators, on 127.0.0.1"
     s = command(cmd, "serve", help=doc, description=doc)
-    s.add_argument("--tasks", required=True, help="a tasks file (rbjax lm tasks)")
-    s.add_argument("--host", default="127.0.0.1", help="the address listened on")
-    s.add_argument("--port", type=int, default=8777, help="the port listened on")
-    s.add_argument("--slots", type=int, default=256, help="store slots: sessions open at once")
-    s.add_argument(
-        "--idle-timeout", type=float, default=600.0, help="seconds before an idle session is closed"
-    )
-    s.add_argument("--face", choices=["json", "openenv"], default="json", help="the protocol served")
+    add_serve_arguments(s)
     s.set_defaults(func=serve)
 
 
@@ -65,23 +66,36 @@ def _check_writable(path: str) -> None:
 def tasks(args) -> None:
     """``rbjax lm tasks``: the tasks file of a slices folder."""
     from rbjax import policies
-    from rbjax.lm.tasks import make_tasks, write_tasks
+    from rbjax.lm.tasks import DEFAULT_TAIL, make_tasks, write_tasks
 
     at = _days(args.at)
     _check_writable(args.tasks_out)
     if args.reference not in policies.NAMES:
         raise fail(f"--reference {args.reference}: expected one of {', '.join(policies.NAMES)}")
+    tail = DEFAULT_TAIL if args.tail is None else args.tail
+    if tail < 0:
+        raise fail(f"--tail {tail}: expected 0 or more days")
     note = lambda line: print(line, file=sys.stderr)  # noqa: E731
     try:
         made = make_tasks(
-            args.from_states, args.days, at=at, stores=args.stores, reference=args.reference, note=note
+            args.from_states,
+            args.days,
+            at=at,
+            stores=args.stores,
+            reference=args.reference,
+            tail=tail,
+            note=note,
         )
     except ValueError as e:
-        raise fail(str(e)) from None
+        message = str(e)
+        if message.startswith(f"tail {tail}:"):
+            message = "--" + message + (", and --tail is 14 by default" if args.tail is None else "")
+        raise fail(message) from None
     write_tasks(made, args.tasks_out)
     gains = [t.reference_gain for t in made]
     days = sorted({t.day for t in made})
+    then = f" + {tail} days of {args.reference}" if tail else ""
     print(
-        f"wrote {len(made)} tasks (days {','.join(map(str, days))}, {args.days}-day slices; {args.reference}'s "
-        f"mean gain {sum(gains) / len(gains):,.2f}) to {args.tasks_out}"
+        f"wrote {len(made)} tasks (days {','.join(map(str, days))}, {args.days}-day slices{then}; "
+        f"{args.reference}'s mean gain {sum(gains) / len(gains):,.2f}) to {args.tasks_out}"
     )

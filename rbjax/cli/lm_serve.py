@@ -11,11 +11,13 @@ import contextlib
 import os
 
 from rbjax.cli.common import fail
+from rbjax.lm.rewards import KINDS
 
 OPENENV_MISSING = "--face openenv needs OpenEnv and uvicorn: pip install 'rbjax[openenv]'"
 
 
 def add_serve_arguments(p) -> None:
+    """The flags of ``rbjax lm serve`` on its parser ``p`` (``argparse.ArgumentParser``)."""
     p.add_argument("--tasks", required=True, help="the tasks file (rbjax lm tasks --out FILE)")
     p.add_argument("--host", default="127.0.0.1", help="address to listen on")
     p.add_argument("--port", type=int, default=8777, help="port to listen on (0: any free one)")
@@ -29,6 +31,13 @@ def add_serve_arguments(p) -> None:
         help="seconds after which a session that made no call is closed (0: never)",
     )
     p.add_argument("--face", choices=("json", "openenv"), default="json", help="the API served")
+    p.add_argument(
+        "--reward",
+        choices=KINDS,
+        default="relative",
+        help="the reward sessions report: relative: (gain - reference's gain) / scale; gain: the net-worth gain "
+        "in dollars; beat: 1 if the gain beats the reference's, else 0 (docs/lm_training.md, The reward)",
+    )
 
 
 def check(args) -> float | None:
@@ -51,10 +60,16 @@ def serve_command(args) -> None:
     from rbjax.lm.server import serve
 
     def ready(server):
-        print(f"rbjax lm serve: JSON sessions on {server.url} ({args.slots} slots; GET /health)", flush=True)
+        print(
+            f"rbjax lm serve: JSON sessions on {server.url} ({args.slots} slots, {args.reward} reward; "
+            "GET /health)",
+            flush=True,
+        )
 
     try:
-        asyncio.run(serve(args.tasks, args.host, args.port, args.slots, idle, ready=ready))
+        asyncio.run(
+            serve(args.tasks, args.host, args.port, args.slots, idle, ready=ready, reward=args.reward)
+        )
     except ValueError as e:  # the tasks file or its slices folder
         raise fail(str(e)) from None
     except OSError as e:  # the address is taken or not ours
@@ -72,7 +87,7 @@ def serve_openenv(args, idle: float | None) -> None:
     from rbjax.lm.faces.openenv_env import make_app
 
     try:
-        app = make_app(args.tasks, slots=args.slots, idle_timeout=idle)
+        app = make_app(args.tasks, slots=args.slots, idle_timeout=idle, reward=args.reward)
     except ValueError as e:
         raise fail(str(e)) from None
     config = uvicorn.Config(app, host=args.host, port=args.port, log_level="warning")
@@ -85,7 +100,9 @@ def serve_openenv(args, idle: float | None) -> None:
         if server.started:
             host, port = server.servers[0].sockets[0].getsockname()[:2]
             print(
-                f"rbjax lm serve: OpenEnv sessions on http://{host}:{port} ({args.slots} slots)", flush=True
+                f"rbjax lm serve: OpenEnv sessions on http://{host}:{port} ({args.slots} slots, {args.reward} "
+                "reward)",
+                flush=True,
             )
         await task
 

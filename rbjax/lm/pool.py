@@ -27,10 +27,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from rbjax import policies
 from rbjax.agents.engine.batch import AgentEngine
 from rbjax.agents.engine.scheduler import DayScheduler
 from rbjax.agents.formats import Names
 from rbjax.agents.runs.loop import empty_ledger
+from rbjax.agents.runs.policy import PolicyDriver
 from rbjax.agents.tools.store import StoreTools
 from rbjax.lm.opening import DayStart, open_day_start
 from rbjax.lm.rewards import check_kind
@@ -118,6 +120,7 @@ class SessionPool:
         self.free = list(range(self.slots))[::-1]
         self.sessions: dict[str, Session] = {}
         self.scheduler = DayScheduler(self.engine, max_wait)
+        self.drivers: dict[str, PolicyDriver] = {}  # the tasks' reference policies, for their continuations
         self._ids = itertools.count()
         self.opened = self.closed = 0
 
@@ -148,10 +151,13 @@ class SessionPool:
         if not self.free:
             raise SessionError(f"every one of the pool's {self.slots} slots is taken (close a session first)")
         start = self.start_of(task)
-        if task.day + task.days > start.horizon:
+        if task.day + task.days + task.tail > start.horizon:
             raise ValueError(
-                f"task {task.id}: day {task.day} + {task.days} days is past the horizon {start.horizon}"
+                f"task {task.id}: day {task.day} + {task.days} days + {task.tail} days of continuation is past "
+                f"the horizon {start.horizon}"
             )
+        if task.tail:
+            self.reference_driver(task.reference)  # an unknown reference fails here, not at the last day
         if task.store >= start.snapshot.num_stores or np.asarray(start.snapshot.state.done)[task.store]:
             raise ValueError(f"task {task.id}: store {task.store} is not an open store of day {task.day}")
         slot = self.free.pop()
@@ -221,12 +227,35 @@ class SessionPool:
 
     # ------------------------------------------------------------------ days
     def end_days(self, sessions: list[Session]) -> dict[str, str]:
-        """End today for ``sessions`` in one engine step (synchronous driving); returns {id: end_today's text
-        and the next morning's views}."""
+        """End today for ``sessions`` in one engine step (synchronous driving), then play the continuation of
+        those whose decided days are over, one step a day for all of them; returns {id: end_today's text and
+        the next morning's views, or the episode's end}."""
         for s in sessions:
             s.check_open()
         stepped = self.engine.step({s.slot: s.tools.day_action() for s in sessions})
-        return {s.id: s.after_step(stepped[s.slot]) for s in sessions}
+        texts = {s.id: s.after_step(stepped[s.slot]) for s in sessions}
+        self.play_tails([s for s in sessions if s.in_tail])
+        return {s.id: s.closing(texts[s.id]) for s in sessions}
+
+    def play_tails(self, sessions: list[Session]) -> None:
+        """Play the continuation of ``sessions`` to its end (synchronous): each day their reference's calls,
+        then one engine step for all of them."""
+        while live := [s for s in sessions if s.in_tail]:
+            stepped = self.engine.step({s.slot: s.tail_action() for s in live})
+            for s in live:
+                s.after_step(stepped[s.slot])
+
+    def reference_driver(self, name: str) -> PolicyDriver:
+        """The ``PolicyDriver`` of reference policy ``name`` over the pool's engine (made once; every slot's
+        action computed once per engine step). ValueError for a policy that cannot be made."""
+        if name not in self.drivers:
+            self.drivers[name] = PolicyDriver(self.engine, *policies.make(name, self.env))
+        return self.drivers[name]
+
+    def reference_action(self, name: str, slot: int):
+        """Reference policy ``name``'s action for slot ``slot`` this morning (an ``Action`` of numpy leaves),
+        with the keys ``rollout`` gives the policy."""
+        return self.reference_driver(name).action(slot)
 
     def close_all(self) -> None:
         for sid in list(self.sessions):

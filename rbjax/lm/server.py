@@ -3,7 +3,7 @@
 Standard library only (``asyncio.start_server``): HTTP/1.1 with keep-alive and ``Content-Length`` bodies,
 one JSON object in and out. Start it with ``rbjax lm serve --tasks FILE`` or ``serve(tasks_path)``.
 
-    POST   /sessions              {"task": <task row object | id of a served task>, "session_id": str?,
+    POST   /sessions              {"task": <id of a served task | its row, unchanged>, "session_id": str?,
                                    "keep": bool?}
                                   -> {"session": id, "morning": text, "info": {...}, "tools": [names]}
     POST   /sessions/{id}/call    {"tool": name, "args": {...}}
@@ -19,9 +19,14 @@ one JSON object in and out. Start it with ``rbjax lm serve --tasks FILE`` or ``s
 has ended its day, or ``max_wait`` seconds after the first one did (``DayScheduler``). A tool's failure (an
 unknown tool, a bad argument) is a 200 whose text is the tool's error, as the model would see it.
 
-Errors are one JSON line ``{"error": "..."}``: 400 (bad JSON, bad body, bad task), 404 (no such session or
-route), 409 (the session is finished, or its id is taken), 503 (every slot is taken). A client's mistake
-never stops the server.
+The server trusts no field of a client's task: ``task`` names one of the tasks it was started with, by id or
+by a row equal to that task's row in every field (extra columns are ignored), and the session runs and is
+scored with the server's own task (its folder, reference gain and scale). Any other row, such as one with
+another ``from_states``, ``reference_gain`` or ``scale``, is refused before anything is opened.
+
+Errors are one JSON line ``{"error": "..."}``: 400 (bad JSON, bad body, a task that is not served), 404 (no
+such session or route), 409 (the session is finished, or its id is taken), 503 (every slot is taken). A
+client's mistake never stops the server.
 
 A session belongs to the connection that opened it and is closed when that connection closes, unless it was
 opened with ``"keep": true``; with ``idle_timeout`` set, sessions that made no call for that long are closed
@@ -38,6 +43,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import http.client
 import json
 import logging
@@ -227,18 +233,11 @@ class JsonServer:
             raise HttpError(404, str(e)) from None
 
     def task_of(self, spec):
-        from rbjax.lm.tasks import Task
-
-        if isinstance(spec, str):
-            if spec not in self.tasks:
-                raise HttpError(400, f"no task {spec!r} among the served tasks (GET /tasks)"[:300])
-            return self.tasks[spec]
-        if isinstance(spec, dict):
-            try:
-                return Task.from_row(spec, "task")
-            except (ValueError, TypeError) as e:
-                raise HttpError(400, str(e)) from None
-        raise HttpError(400, "body field 'task' must be a task row (an object) or a served task's id")
+        """The served ``Task`` that ``spec`` (the body's ``task``) names; a 400 for anything else."""
+        try:
+            return served_task(spec, self.tasks, "GET /tasks")
+        except ValueError as e:
+            raise HttpError(400, str(e)) from None
 
     async def open(self, body: dict, owned: dict) -> dict:
         from rbjax.lm.session import SessionError
@@ -295,6 +294,40 @@ class JsonServer:
             return {"info": await session.afinish()}
         except SessionError as e:
             raise HttpError(409, str(e)) from None
+
+
+# ---------------------------------------------------------------------- the tasks a client may open
+def served_task(spec, tasks: dict, listing: str):
+    """The served ``Task`` a client names. spec: a served task's id (str), or a task row (dict) whose parsed
+    ``Task`` equals, field by field, the served task of its id (a dataset's extra columns are ignored).
+    tasks: {id: Task} the server was started with; listing: where a client finds their ids (for the error).
+
+    The served ``Task`` object is returned, never one made from the row: a client cannot make the server open
+    another folder, or score with another reference gain or scale. ValueError (one line) otherwise."""
+    from rbjax.lm.tasks import Task
+
+    if isinstance(spec, str):
+        if spec not in tasks:
+            raise ValueError(f"no task {spec!r} among the served tasks ({listing})"[:300])
+        return tasks[spec]
+    if not isinstance(spec, dict):
+        raise ValueError("field 'task' must be a served task's id (a string) or its row (an object)")
+    try:
+        row = Task.from_row(spec, "task")
+    except (ValueError, TypeError) as e:
+        raise ValueError(str(e)[:300]) from None
+    served = tasks.get(row.id)
+    if served is None:
+        raise ValueError(f"task row {row.id!r} is not a served task ({listing})"[:300])
+    if row != served:
+        differ = [
+            f.name for f in dataclasses.fields(served) if getattr(row, f.name) != getattr(served, f.name)
+        ]
+        raise ValueError(
+            f"task row {row.id!r} differs from the served task in {', '.join(differ)}: send the served row "
+            "unchanged, or its id"[:300]
+        )
+    return served
 
 
 # ---------------------------------------------------------------------- HTTP/1.1
@@ -441,7 +474,8 @@ class Client:
         return payload
 
     def open(self, task, session_id: str | None = None, keep: bool = False) -> dict:
-        """A session on ``task`` (a served task's id, a ``Task`` or its row): {session, morning, info, tools}."""
+        """A session on ``task``: a served task's id, or a served ``Task`` or its row, unchanged (the server refuses
+        any other row). Returns {session, morning, info, tools}."""
         if hasattr(task, "to_row"):
             task = task.to_row()
         body = {"task": task, "keep": keep}

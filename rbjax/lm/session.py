@@ -3,9 +3,12 @@
 The day protocol is the benchmark's: each morning the runner's two views (``view_funds_and_date``,
 ``view_shelf_status``) are issued and their texts are ``morning``; the model calls tools; ``end_today`` hands
 the day to the pool's batched step and answers with the day's report and the next morning's views. The
-episode ends on the morning after the task's last day ("horizon") or when the store goes bankrupt
-("bankrupt"); ``finish`` ends it early: today's draft is ended as it stands and the remaining days are played
-with no new decisions (``rewards``), so every rollout of a task is scored over the same days.
+model's part ends on the morning after the task's last decided day; then the task's reference policy plays
+``task.tail`` more days of the store (the continuation, ``rewards``) in the same batched engine, before the
+last ``end_today`` answers. The episode ends after the continuation ("horizon") or when the store goes
+bankrupt ("bankrupt"). ``finish`` ends the model's part early: today's draft is ended as it stands and the
+remaining decided days are played with no new decisions, then the continuation, so every rollout of a task is
+scored over the same days.
 
 A tool's failure (an unknown tool, a bad argument) is the tool's error text, as in the benchmark; a call on a
 closed or finished session raises ``SessionError``.
@@ -15,6 +18,7 @@ from __future__ import annotations
 
 import time
 
+from rbjax.agents.runs.history import play_policy_day
 from rbjax.agents.runs.loop import open_day
 from rbjax.lm import rewards
 
@@ -25,16 +29,23 @@ class SessionError(Exception):
 
 class Session:
     """Task ``task`` in slot ``slot`` of ``pool``. day: today (days since opening); stop: the morning the
-    episode ends on; daily: the net-worth change of every day played; done, reason ("horizon", "bankrupt");
-    decided_days: days ended by the model (the others by ``finish``)."""
+    model's part ends on (``task.day + task.days``); end: the morning the continuation ends on (``stop +
+    task.tail``); daily: the net-worth change of every decided day played; tail_daily: of every day of the
+    continuation; records: [(day, DayInfo row)] of every day played (numpy, the engine's step rows); deciding:
+    the model may still call tools; done, reason ("horizon", "bankrupt"); decided_days: days ended by the model
+    (the others by ``finish``); last_ok: whether the last tool call succeeded (``ToolResult.ok``)."""
 
     def __init__(self, pool, session_id: str, task, slot: int, tools):
         self.pool, self.id, self.task, self.slot, self.tools = pool, session_id, task, slot, tools
         today = pool.engine.today(slot)
-        self.start_net_worth = self.net_worth = float(today.net_worth)
+        self.start_net_worth = self.net_worth = self.decided_net_worth = float(today.net_worth)
         self.day, self.stop = today.day, task.day + task.days
+        self.end = self.stop + task.tail
         self.daily: list[float] = []
-        self.done, self.reason, self.closed = False, None, False
+        self.tail_daily: list[float] = []
+        self.records: list[tuple] = []
+        self.last_ok: bool | None = None
+        self.deciding, self.done, self.reason, self.closed = True, False, None, False
         self.decided_days, self.calls = 0, 0
         self.last_call = time.monotonic()
         self.morning = self._begin()
@@ -43,8 +54,8 @@ class Session:
     def check_open(self) -> None:
         if self.closed:
             raise SessionError(f"session {self.id!r} is closed")
-        if self.done:
-            raise SessionError(f"session {self.id!r} is finished ({self.reason}): no more calls")
+        if self.done or not self.deciding:
+            raise SessionError(f"session {self.id!r} is finished ({self.reason or 'horizon'}): no more calls")
 
     def call(self, name: str, args: dict | None = None) -> str:
         """Run tool ``name`` with ``args`` (a JSON object) and return its text; ``end_today`` ends the day
@@ -54,7 +65,9 @@ class Session:
         self.check_open()
         self.last_call = time.monotonic()
         self.calls += 1
-        return self.tools.call(name, args).text
+        result = self.tools.call(name, args)
+        self.last_ok = result.ok
+        return result.text
 
     async def acall(self, name: str, args: dict | None = None) -> str:
         """``call`` for asyncio drivers: ``end_today`` waits for the pool's next batched step and
@@ -64,25 +77,30 @@ class Session:
         self.check_open()
         self.last_call = time.monotonic()
         self.calls += 1
-        return (await self.tools.call_async(name, args)).text
+        result = await self.tools.call_async(name, args)
+        self.last_ok = result.ok
+        return result.text
 
     def end_today(self) -> str:
-        """End today now (one engine step of this store); returns the day's report and the next morning's
-        views."""
+        """End today now (one engine step of this store; after the last decided day, the continuation's
+        steps too); returns the day's report and the next morning's views, or the episode's end."""
         self.check_open()
         self.decided_days += 1
         return self.pool.end_days([self])[self.id]
 
     async def aend_today(self) -> str:
-        """End today in the pool's next batched step (asyncio); returns as ``end_today``."""
+        """End today in the pool's next batched step (asyncio), and after the last decided day play the
+        continuation, a batched step a day; returns as ``end_today``."""
         self.check_open()
         self.last_call = time.monotonic()
         self.decided_days += 1
-        stepped = await self.pool.scheduler.end_day(self.slot, self.tools.day_action())
-        return self.after_step(stepped)
+        text = self.after_step(await self.pool.scheduler.end_day(self.slot, self.tools.day_action()))
+        await self.aplay_tail()
+        return self.closing(text)
 
     def finish(self) -> dict:
-        """Play the episode to its end with no new decisions (synchronous); returns ``info()``."""
+        """Play the episode to its end with no new decisions, then the continuation (synchronous); returns
+        ``info()``."""
         while not self.done:
             self.check_open()
             self.pool.end_days([self])
@@ -93,6 +111,7 @@ class Session:
         while not self.done:
             self.check_open()
             self.after_step(await self.pool.scheduler.end_day(self.slot, self.tools.day_action()))
+            await self.aplay_tail()
         return self.info()
 
     # ------------------------------------------------------------------ days
@@ -100,27 +119,54 @@ class Session:
         self.tools.begin_day(self.pool.engine.today(self.slot))
         return "\n".join(open_day(self.tools))
 
+    @property
+    def in_tail(self) -> bool:
+        """The model's part is over and the continuation is still to be played."""
+        return not self.deciding and not self.done
+
     def after_step(self, stepped: tuple) -> str:
         """Record the stepped day (``AgentEngine.step``'s (DayInfo, DayDetail) rows of this store) and begin the
-        next one unless the episode is over; returns end_today's text (and the next morning's views)."""
+        next decided day unless the model's part is over; returns end_today's text (and the next morning's
+        views)."""
         info, detail = stepped
+        self.records.append((self.day, info))
         after = self.pool.engine.today(self.slot)
         text = self.tools.finish_day(info, detail, after).text
-        self.daily.append(float(after.net_worth) - self.net_worth)
+        (self.daily if self.deciding else self.tail_daily).append(float(after.net_worth) - self.net_worth)
         self.net_worth, self.day = float(after.net_worth), after.day
+        if self.deciding:
+            self.decided_net_worth = self.net_worth
         if after.done and after.day < self.pool.params.horizon:
             self.done, self.reason = True, "bankrupt"
-        elif after.done or after.day >= self.stop:
+        elif after.done or after.day >= self.end:
             self.done, self.reason = True, "horizon"
-        if self.done:
-            return text + f"\n\nThe episode is over ({self.reason})."
+        self.deciding = self.deciding and not self.done and after.day < self.stop
+        if not self.deciding:
+            return text
         self.morning = self._begin()
         return text + "\n\n" + self.morning
+
+    def closing(self, text: str) -> str:
+        """End_today's ``text``, with the episode's end once it is over."""
+        return text + f"\n\nThe episode is over ({self.reason})." if self.done else text
+
+    def tail_action(self) -> dict:
+        """Today's day action of the task's reference policy, made through this store's tools as the
+        reference's gain was made (``history.play_policy_day``)."""
+        action = self.pool.reference_action(self.task.reference, self.slot)
+        play_policy_day(self.tools, self.pool.engine.today(self.slot), action)
+        return self.tools.day_action()
+
+    async def aplay_tail(self) -> None:
+        """Play the continuation (asyncio): each day the store parks for the next batched step at once, and
+        the reference's calls are made on the engine's thread just before that step (``tail_action``)."""
+        while self.in_tail and not self.closed:
+            self.after_step(await self.pool.scheduler.end_day(self.slot, self.tail_action))
 
     # ------------------------------------------------------------------ scores
     @property
     def gain(self) -> float:
-        """Net-worth gain so far (dollars)."""
+        """Net-worth gain so far, the continuation included (dollars)."""
         return self.net_worth - self.start_net_worth
 
     @property
@@ -132,7 +178,8 @@ class Session:
         return rewards.reward(self.pool.reward_kind, self.gain, t.reference_gain, t.scale)
 
     def info(self) -> dict:
-        """The episode so far, JSON-able: task, day, net worth, gain, daily changes, done, reason, reward."""
+        """The episode so far, JSON-able: task, day, net worth, gain (continuation included), the decided
+        days' gain and daily changes, the continuation's days and gain, done, reason, reward."""
         return {
             "session": self.id,
             "task": self.task.id,
@@ -141,8 +188,16 @@ class Session:
             "decided_days": self.decided_days,
             "net_worth": self.net_worth,
             "gain": self.gain,
+            "decided_gain": self.decided_net_worth - self.start_net_worth,
             "reference_gain": self.task.reference_gain,
             "daily": list(self.daily),
+            "tail": {
+                "reference": self.task.reference,
+                "days": self.task.tail,
+                "days_played": len(self.tail_daily),
+                "gain": self.net_worth - self.decided_net_worth,
+                "daily": list(self.tail_daily),
+            },
             "done": self.done,
             "reason": self.reason,
             "reward": self.reward,

@@ -25,13 +25,19 @@ PROMPT = (
     "store with the tools, set prices, choose the shelf and order from suppliers, then call end_today. "
     "Your score is the store's net-worth gain over these days, compared with a reference manager's."
 )
+TAIL_PROMPT = (
+    " After your last day the reference manager runs the store for {tail} more day(s), and the score counts "
+    "those days too: the stock and the orders on their way that you leave behind matter."
+)
+DEFAULT_TAIL = 14  # days of the reference's continuation (docs/lm_training.md, "The reward")
 
 
 @dataclasses.dataclass(frozen=True)
 class Task:
     """One slice: store ``store`` of the slices folder ``from_states`` on the morning of day ``day``, for
-    ``days`` days. reference_gain: the reference policy's net-worth gain over the same days with the same
-    random numbers; start_net_worth: the store's net worth that morning; scale: the reward's divisor
+    ``days`` decided days, then ``tail`` days of the reference policy (the continuation, ``rewards``).
+    reference_gain: the reference policy's net-worth gain over the ``days + tail`` days with the same random
+    numbers; start_net_worth: the store's net worth that morning; scale: the reward's divisor
     (``rewards.scale``). prompt: a chat prompt ([{role, content}]) that opens the task."""
 
     id: str
@@ -39,6 +45,7 @@ class Task:
     day: int
     store: int
     days: int
+    tail: int
     source_policy: str
     reference: str
     reference_gain: float
@@ -65,6 +72,7 @@ FIELDS = {
     "day": int,
     "store": int,
     "days": int,
+    "tail": int,
     "source_policy": str,
     "reference": str,
     "reference_gain": float,
@@ -98,7 +106,7 @@ def check_row(row, where: str) -> dict:
             )
             raise ValueError(f"{where}: field {name!r} must be {want}, got {v!r}"[:300])
         out[name] = v
-    for name in ("day", "store"):
+    for name in ("day", "store", "tail"):
         if out[name] < 0:
             raise ValueError(f"{where}: field {name!r} must be >= 0, got {out[name]}")
     if out["days"] < 1 or out["scale"] <= 0:
@@ -108,8 +116,9 @@ def check_row(row, where: str) -> dict:
     return out
 
 
-def task_id(policy: str, seed: int, day: int, store: int, days: int) -> str:
-    return f"{policy}-s{seed}-d{day:03d}-st{store:04d}-n{days}"
+def task_id(policy: str, seed: int, day: int, store: int, days: int, tail: int = 0) -> str:
+    """``oracle-s0-d030-st0003-n2`` (and ``-k14`` for a continuation of 14 days)."""
+    return f"{policy}-s{seed}-d{day:03d}-st{store:04d}-n{days}" + (f"-k{tail}" if tail else "")
 
 
 def make_tasks(
@@ -118,15 +127,18 @@ def make_tasks(
     at: Sequence[int] | None = None,
     stores: int | None = None,
     reference: str = "oracle",
+    tail: int = DEFAULT_TAIL,
     progress: int = 0,
     note=None,
 ) -> list[Task]:
     """The tasks of a slices folder: for each snapshot day in ``at`` (default: every one) and each of its
-    first ``stores`` open stores (default: all), the slice of ``days`` days, with ``reference``'s gain on it
-    (``snapshots.rollout_from`` with the stores' own keys). The stores' tool history is made once per day
-    and kept in the folder (``agents.runs.history``), so opening a task never plays a day again.
-    note: called with a line per snapshot day. ValueError (one line) for a folder, day or size that does not
-    fit."""
+    first ``stores`` open stores (default: all), the slice of ``days`` decided days and ``tail`` days of
+    ``reference``'s continuation, with ``reference``'s gain over all ``days + tail`` days (``reference_gains``,
+    the stores' own keys). The stores' tool history is made once per day and kept in the folder
+    (``agents.runs.history``), so opening a task never plays a day again. note: called with a line per
+    snapshot day. ValueError (one line) for a folder, day, size or tail that does not fit (a continuation
+    past the run's horizon is refused, never shortened)."""
+    from rbjax.checks import is_whole
     from rbjax.lm.opening import open_day_start
     from rbjax.runners.slices_folder import open_slices_folder, read_manifest
 
@@ -134,18 +146,35 @@ def make_tasks(
     days_in = sorted(int(d) for d in manifest.get("files", {})) if at is None else list(at)
     if not days_in:
         raise ValueError(f"--from-states {folder}: the folder holds no snapshot")
-    tasks = []
+    if not is_whole(tail) or tail < 0:
+        raise ValueError(f"tail must be an int >= 0, got {tail!r}")
     for day in days_in:
         open_slices_folder(folder, day)  # checks the day exists, one-line errors
+        check_tail(day, days, int(tail), int(manifest.get("days", 180)))
+    tasks = []
+    for day in days_in:
         start = open_day_start(folder, day, stores=stores, days=days, progress=progress, note=note)
-        gains = reference_gains(start, days, reference)
+        check_tail(day, days, int(tail), start.horizon)
+        gains = reference_gains(start, days + tail, reference)
         for s in start.open_stores(stores):
-            tasks.append(start.task(s, days, reference, float(gains[s])))
+            tasks.append(start.task(s, days, reference, float(gains[s]), int(tail)))
     return tasks
 
 
+def check_tail(day: int, days: int, tail: int, horizon: int) -> None:
+    """ValueError (one line) when ``days`` decided days, which fit in the run's ``horizon``, and a continuation
+    of ``tail`` days from the morning of ``day`` pass it (decided days that do not fit are refused where the
+    day is opened)."""
+    if day + days <= horizon < day + days + tail:
+        raise ValueError(
+            f"tail {tail}: day {day} + {days} decided days + {tail} days of continuation passes the run's "
+            f"horizon {horizon} (at most {max(horizon - day - days, 0)} days of continuation fit)"
+        )
+
+
 def reference_gains(start, days: int, reference: str) -> np.ndarray:
-    """[S] the reference policy's net-worth gain over ``days`` days from ``start``'s snapshot stores, played
+    """[S] the reference policy's net-worth gain over ``days`` days (a task's decided days and its tail) from
+    ``start``'s snapshot stores, played
     through the tools on an agent engine (``history.warm_up``): the step program a session's store takes, so
     the reference played through a session gains exactly this. (``rollout``'s scan is another XLA program:
     a float it keeps may differ from the agent engine's by an ulp, and a decision on it may then differ.)"""

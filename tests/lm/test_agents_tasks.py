@@ -10,7 +10,7 @@ import os
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import EVERY, STORES, TASK_DAYS
+from conftest import EVERY, STORES, TAIL, TASK_DAYS
 
 from rbjax.cli import main
 from rbjax.lm import rewards
@@ -19,7 +19,7 @@ from rbjax.lm.tasks import make_tasks, read_tasks, write_tasks
 
 pytestmark = pytest.mark.slow  # a slices run, its tool history and agent runs through the tools
 
-RUN = f"day_{EVERY:03d}_{TASK_DAYS}d"  # the run folder of the tasks of tasks_file
+RUN = f"day_{EVERY:03d}_{TASK_DAYS}d_{TAIL}k"  # the run folder of the tasks of tasks_file
 
 
 @pytest.fixture(scope="module")
@@ -96,27 +96,28 @@ def test_a_language_model_plays_the_tasks(tasks, tasks_file, null_table, tmp_pat
     assert table["relative"].tolist() == null_table["relative"].tolist()
     run = out / RUN
     assert (run / "local_stub_react_stores.csv").exists() and (run / "store_1" / "turns.jsonl").exists()
-    assert "local/stub against oracle on 2-day slices" in capsys.readouterr().out
+    assert f"local/stub against oracle on {TASK_DAYS}-day slices" in capsys.readouterr().out
 
 
 def test_tasks_of_two_snapshot_days_make_two_runs_and_one_table(tmp_path_factory, capsys):
     """Tasks of days 4 and 8 in mixed order, day 8's of store 1 alone: two runs, each of exactly its tasks'
     stores (day 8's takes over store 1 as its store_0/), and one table in the file's order where the oracle
     scores exactly 0 on every task (a batch of one store steps as a batch of two)."""
+    every, days = 4, 2  # a run of 12 days, snapshots after 4 and 8; day 8 + 2 days: no room for a tail
     folder = tmp_path_factory.mktemp("slices12")
-    line = f"--devices 1 run --policy oracle --stores {STORES} --days 12 --every {EVERY} --progress 0"
+    line = f"--devices 1 run --policy oracle --stores {STORES} --days 12 --every {every} --progress 0"
     main([*line.split(), "--save-states", str(folder)])
-    made = make_tasks(str(folder), days=TASK_DAYS, at=[EVERY, 2 * EVERY])
-    assert [(t.day, t.store) for t in made] == [(EVERY, 0), (EVERY, 1), (2 * EVERY, 0), (2 * EVERY, 1)]
+    made = make_tasks(str(folder), days=days, at=[every, 2 * every], tail=0)
+    assert [(t.day, t.store) for t in made] == [(every, 0), (every, 1), (2 * every, 0), (2 * every, 1)]
     order = [made[3], made[1], made[0]]
     path = tmp_path_factory.mktemp("two") / "tasks.jsonl"
     write_tasks(order, str(path))
-    kept = folder / f"tools_day_{2 * EVERY:03d}.npz"
+    kept = folder / f"tools_day_{2 * every:03d}.npz"
     os.remove(kept)  # day 8's tool history is made again (stores 0 and 1) and kept
     out = path.parent / "out"
     table = run_tasks("policy:oracle", path, out)
     assert kept.exists()
-    runs = [f"day_{EVERY:03d}_{TASK_DAYS}d", f"day_{2 * EVERY:03d}_{TASK_DAYS}d"]
+    runs = [f"day_{every:03d}_{days}d", f"day_{2 * every:03d}_{days}d"]
     assert sorted(p.name for p in out.iterdir() if p.is_dir()) == runs
     assert table["id"].tolist() == [t.id for t in order]
     assert table["run"].tolist() == [runs[1], runs[0], runs[0]] and table["store"].tolist() == [1, 1, 0]
@@ -128,10 +129,10 @@ def test_tasks_of_two_snapshot_days_make_two_runs_and_one_table(tmp_path_factory
         assert pd.read_csv(out / run / "slices.csv")["store"].tolist() == stores
         assert sorted(os.listdir(out / run / "store_0")) == ["tool_calls.jsonl"]
     net_worth = np.asarray(np.load(out / runs[1] / "records.npz")["net_worth"], np.float64)
-    assert net_worth.shape == (1, TASK_DAYS)
+    assert net_worth.shape == (1, days)
     assert net_worth[0, -1] == made[3].start_net_worth + made[3].reference_gain
     printed = capsys.readouterr().out
-    assert f"stores [1]; playing {2 * EVERY} days of oracle" in printed
+    assert f"stores [1]; playing {2 * every} days of oracle" in printed
     assert "3 tasks in 2 runs: mean relative reward +0.0000" in printed
 
 

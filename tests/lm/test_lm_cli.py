@@ -13,21 +13,31 @@ pytestmark = pytest.mark.slow  # a slices run and its tool history
 def test_lm_tasks_writes_one_row_per_store(slices_dir, tmp_path, capsys):
     out = tmp_path / "tasks.jsonl"
     main(
-        ["--devices", "1", "lm", "tasks", "--from-states", str(slices_dir), "--days", "3", "--out", str(out)]
+        ["--devices", "1", "lm", "tasks", "--from-states", str(slices_dir), "--days", "3", "--tail", "1"]
+        + ["--out", str(out)]
     )
     rows = [json.loads(line) for line in out.read_text().splitlines()]
-    assert [(r["day"], r["store"], r["days"]) for r in rows] == [(EVERY, s, 3) for s in range(STORES)]
-    assert f"wrote {STORES} tasks (days {EVERY}, 3-day slices" in capsys.readouterr().out
+    assert [(r["day"], r["store"], r["days"], r["tail"]) for r in rows] == [
+        (EVERY, s, 3, 1) for s in range(STORES)
+    ]
+    assert "1 more day(s)" in rows[0]["prompt"][0]["content"]
+    assert f"wrote {STORES} tasks (days {EVERY}, 3-day slices + 1 days of oracle" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize(
     "flags, message",
     [
         ("--days 99", "--days 99"),
+        (
+            "--days 2",
+            "--tail 14: day 16 + 2 decided days + 14 days of continuation passes the run's horizon 24",
+        ),
+        ("--days 2 --tail 7", "(at most 6 days of continuation fit)"),
+        ("--days 2 --tail -1", "--tail -1: expected 0 or more days"),
         ("--days 2 --at 5", "day 5"),
         ("--days 2 --at x", "--at x: expected snapshot days"),
         ("--days 2 --reference nobody", "--reference nobody"),
-        ("--days 2 --stores 9", "--stores 9"),
+        ("--days 2 --tail 0 --stores 9", "--stores 9"),
     ],
 )
 def test_lm_tasks_errors_are_one_line(slices_dir, tmp_path, flags, message):

@@ -5,9 +5,11 @@ import asyncio
 import json
 import threading
 import time
+import urllib.error
 import urllib.request
 
 import pytest
+from test_server import foreign_rows
 
 pytest.importorskip("openenv")
 uvicorn = pytest.importorskip("uvicorn")
@@ -48,6 +50,9 @@ def wait_free(url, free, timeout=5.0):
 def test_two_mcp_sessions_are_isolated_and_share_steps(url):
     from openenv.core.mcp_client import MCPToolClient
 
+    from rbjax.agents.tools.specs import TOOL_SPECS, describe
+    from rbjax.lm.faces import openenv_env
+
     ids = get(url, "/rbjax/tasks")
     both_open = asyncio.Event()
     opened = []
@@ -60,9 +65,12 @@ def test_two_mcp_sessions_are_isolated_and_share_steps(url):
                 both_open.set()
             await asyncio.wait_for(both_open.wait(), 60)
             assert get(url, "/rbjax/health")["open"] == 2
-            names = [t.name for t in await c.list_tools()]
-            assert len(names) == 21 and "end_today" in names
+            listed = {t.name: t.description for t in await c.list_tools()}
+            assert listed == {s["name"]: describe(s) for s in TOOL_SPECS}  # the descriptions of every face
             funds = await c.call_tool("view_funds_and_date")
+            # an unknown tool is a JSON-RPC error, which MCPToolClient raises; no tool text
+            with pytest.raises(RuntimeError, match="Unknown tool: 'no_such_tool'"):
+                await c.call_tool("no_such_tool")
             bad = await c.call_tool("place_order", items="lots", supplier_id=3)
             assert bad["text"].startswith("Error") and not bad["done"]  # a tool's error, not a failure
             days = 0
@@ -81,7 +89,9 @@ def test_two_mcp_sessions_are_isolated_and_share_steps(url):
     assert obs0.session != obs1.session and obs0.task == ids[0] and obs1.task == ids[1]
     assert obs0.text != obs1.text and funds0["text"] != funds1["text"]  # each its own store
     assert end0["reward"] is not None and end1["reward"] is not None and days0 == days1 >= 1
-    assert get(url, "/rbjax/health")["flushes"] - before == days0 + 1  # one step a day for both
+    # one step a day for both, the days of the reference's continuation included
+    tail = openenv_env.TASKS[ids[0]].tail
+    assert get(url, "/rbjax/health")["flushes"] - before == days0 + 1 + tail
     assert wait_free(url, SLOTS)["free"] == SLOTS  # leaving the client closed both sessions
 
 
@@ -97,16 +107,74 @@ def test_generic_client_reset_step_state(url, tasks_file):
             assert get(url, "/rbjax/health")["open"] == 1
             r = await g.step({"type": "call_tool", "tool_name": "view_inventory", "arguments": {}})
             assert r.observation["error"] is None and not r.done and r.reward is None
+            r = await g.step({"type": "call_tool", "tool_name": "no_such_tool", "arguments": {}})
+            assert (
+                r.observation["error"]["error_type"] == "tool_not_found" and r.observation["result"] is None
+            )
             state = await g.state()
             assert state["task"] == row["id"] and state["day"] == row["day"] and not state["done"]
             while not r.done:
                 r = await g.step({"type": "call_tool", "tool_name": "end_today", "arguments": {}})
             assert r.reward is not None and r.observation["result"]["data"]["done"]
             state = await g.state()
-            assert state["done"] and state["reward"] == r.reward and state["day"] == row["day"] + row["days"]
+            assert (
+                state["done"]
+                and state["reward"] == r.reward
+                and state["day"] == row["day"] + row["days"] + row["tail"]
+            )
             # a second reset closes the first session of this client
             await g.reset(task=row["id"])
             assert get(url, "/rbjax/health")["open"] == 1
 
     asyncio.run(main())
+    assert wait_free(url, SLOTS)["free"] == SLOTS
+
+
+def post(url, path, body):
+    """(status, JSON answer) of a POST."""
+    request = urllib.request.Request(
+        url + path, json.dumps(body).encode(), {"Content-Type": "application/json"}, method="POST"
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=120) as r:
+            return r.status, json.load(r)
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read())
+
+
+def test_only_served_tasks_reset_with_the_servers_own_task(url, tasks_file, slices_dir, tmp_path):
+    from openenv import GenericEnvClient
+
+    from rbjax.lm.faces import openenv_env
+
+    row = json.loads(tasks_file.read_text().splitlines()[0])
+    served = openenv_env.TASKS[row["id"]]
+    said = {"from_states": "from_states", "absent folder": "from_states", "reference_gain": "reference_gain"}
+    said.update(scale="in scale", unknown="not a served task")
+    refused = [*foreign_rows(row, slices_dir, tmp_path).items(), ("unknown", {**row, "id": "no-such-task"})]
+
+    async def main():
+        async with GenericEnvClient(base_url=url) as g:
+            for spec in (row["id"], row, {**row, "split": "train"}):  # an id, the row, the row with a column
+                r = await g.reset(task=spec)
+                assert openenv_env.POOL.sessions[r.observation["session"]].task is served
+            for what, bad in refused:
+                with pytest.raises(RuntimeError) as e:
+                    await g.reset(task=bad)
+                assert said[what] in str(e.value) and "\n" not in str(e.value), (what, e.value)
+            for bad in ("no-such-task", 7, None, {"id": row["id"]}):
+                with pytest.raises(RuntimeError, match="reset: "):
+                    await g.reset(task=bad)
+            r = await g.reset(task=row["id"])  # the connection still serves
+            assert r.observation["task"] == row["id"]
+
+    asyncio.run(main())
+    for what, bad in refused:  # over HTTP: a 400 and one line
+        status, answer = post(url, "/reset", {"task": bad})
+        assert status == 400 and said[what] in answer["error"] and "\n" not in answer["error"], answer
+    status, answer = post(url, "/reset", {"task": row})
+    assert status == 200 and answer["observation"]["task"] == row["id"]
+    assert not (tmp_path / "nowhere").exists()
+    assert not list((tmp_path / "foreign").glob("tools_day_*")), "a foreign folder's history was made"
+    assert all(key[0] == served.from_states for key in openenv_env.POOL.starts), "a foreign folder was opened"
     assert wait_free(url, SLOTS)["free"] == SLOTS

@@ -2,6 +2,7 @@
 
 import asyncio
 import json
+import shutil
 import socket
 import threading
 import time
@@ -131,6 +132,49 @@ def test_errors_are_statuses_and_tool_errors_are_text(server, client):
     assert client.health()["open"] == 0
 
 
+def foreign_rows(row: dict, slices_dir, tmp_path) -> dict:
+    """Rows with the id of a served task and one field changed: the folder (a copy of the slices folder without
+    its tool history, and a folder that does not exist), the reference gain, the scale."""
+    copy = tmp_path / "foreign"
+    shutil.copytree(slices_dir, copy, ignore=shutil.ignore_patterns("tools_day_*"))
+    assert not list(copy.glob("tools_day_*")) and list(copy.glob("day_*"))
+    return {
+        "from_states": {**row, "from_states": str(copy)},
+        "absent folder": {**row, "from_states": str(tmp_path / "nowhere")},
+        "reference_gain": {**row, "reference_gain": row["reference_gain"] + 1000.0},
+        "scale": {**row, "scale": row["scale"] / 2},
+    }
+
+
+def test_only_served_tasks_open_and_with_the_servers_own_task(
+    server, client, tasks_file, slices_dir, tmp_path
+):
+    rows = [json.loads(line) for line in tasks_file.read_text().splitlines()]
+    row = rows[0]
+    served = server.tasks[row["id"]]
+    # a served id, the served row unchanged (a dataset's extra columns ignored): the server's own Task object
+    for spec in (row["id"], row, {**row, "split": "train"}):
+        s = client.open(spec)
+        assert server.pool.sessions[s["session"]].task is served
+        client.close(s)
+    refused = foreign_rows(row, slices_dir, tmp_path)
+    said = {"from_states": "from_states", "absent folder": "from_states", "reference_gain": "reference_gain"}
+    said.update(scale="in scale", unknown="not a served task")
+    for what, bad in [*refused.items(), ("unknown", {**row, "id": "no-such-task"})]:
+        with pytest.raises(ServerError) as e:
+            client.open(bad)
+        assert e.value.status == 400 and "\n" not in e.value.error, (what, e.value.error)
+        assert said[what] in e.value.error, (what, e.value.error)
+    for bad in ("no-such-task", 7, ["a"], {"id": row["id"]}, {**row, "days": "two"}):
+        with pytest.raises(ServerError) as e:
+            client.open(bad)
+        assert e.value.status == 400 and "\n" not in e.value.error
+    assert not (tmp_path / "nowhere").exists()
+    assert not list((tmp_path / "foreign").glob("tools_day_*")), "a foreign folder's history was made"
+    assert all(key[0] == served.from_states for key in server.pool.starts), "a foreign folder was opened"
+    assert client.health()["open"] == 0
+
+
 def test_closing_a_connection_closes_its_sessions(server, client):
     ids = client.tasks()
     other = Client(server.url)
@@ -218,3 +262,28 @@ def test_garbage_never_stops_the_server(server, client):
     s = client.open(client.tasks()[0])
     assert not client.call(s, "view_funds_and_date")["done"]
     client.close(s)
+
+
+def test_serve_command_passes_its_flags_to_the_server(tmp_path, monkeypatch, capsys):
+    """``rbjax lm serve``: the flags reach ``serve`` (the reward kind as the pool's option); a bad kind is a
+    one-line error before anything is served."""
+    from rbjax.cli import main
+    from rbjax.lm import server as server_module
+
+    seen = []
+
+    async def serve(tasks_path, host, port, slots, idle_timeout, ready=None, **pool_options):
+        seen.append((tasks_path, port, slots, idle_timeout, pool_options))
+
+    monkeypatch.setattr(server_module, "serve", serve)
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text("{}\n")
+    line = ["lm", "serve", "--tasks", str(tasks), "--slots", "4", "--port", "0"]
+    for flags, reward in (([], "relative"), (["--reward", "gain"], "gain"), (["--reward", "beat"], "beat")):
+        main([*line, *flags])
+        assert seen.pop() == (str(tasks), 0, 4, 600.0, {"reward": reward})
+    capsys.readouterr()
+    with pytest.raises(SystemExit):
+        main([*line, "--reward", "nope"])
+    err = capsys.readouterr().err.strip()
+    assert "--reward" in err and "relative" in err and "\n" not in err and not seen

@@ -11,7 +11,7 @@ import jax
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import EVERY, STORES, TASK_DAYS
+from conftest import DAYS, EVERY, STORES, TAIL, TASK_DAYS
 
 from rbjax import policies
 from rbjax.agents.engine.batch import AgentEngine
@@ -97,13 +97,21 @@ def test_opening_plays_no_day(pool, tasks, monkeypatch):
     pool.close(session)
 
 
-def test_the_reference_through_a_session_scores_exactly_zero(pool, tasks):
+def test_the_reference_with_its_continuation_scores_exactly_zero(pool, tasks):
     for task in tasks:
         session = pool.open(task)
         info = play_reference(pool, session)
         assert info["reward"] == 0.0 and info["gain"] == task.reference_gain
         assert info["reason"] == "horizon" and info["days_played"] == TASK_DAYS == len(info["daily"])
-        assert sum(info["daily"]) == pytest.approx(info["gain"], rel=1e-6)
+        assert info["day"] == EVERY + TASK_DAYS + TAIL and session.end == info["day"]
+        tail = info["tail"]
+        assert (
+            tail["days"] == tail["days_played"] == TAIL == len(tail["daily"])
+            and tail["reference"] == "oracle"
+        )
+        assert sum(info["daily"]) == pytest.approx(info["decided_gain"], rel=1e-6)
+        assert sum(tail["daily"]) == pytest.approx(tail["gain"], rel=1e-6)
+        assert info["decided_gain"] + tail["gain"] == pytest.approx(info["gain"], rel=1e-9)
         pool.close(session)
 
 
@@ -158,7 +166,7 @@ def test_async_sessions_share_one_step_a_day(pool, tasks):
         return infos, pool.scheduler.flushes - before
 
     infos, flushes = asyncio.run(main())
-    assert flushes == TASK_DAYS  # 6 sessions x 2 days in 2 steps
+    assert flushes == TASK_DAYS + TAIL  # 6 sessions x (2 days + 2 of continuation) in 4 steps
     assert {i["reward"] for i in infos[0::2]} == {infos[0]["reward"]}
 
 
@@ -203,7 +211,7 @@ def test_agents_from_states_take_the_kept_history(env, slices_dir, tasks):
 
     lines = []
     _, sl, _ = open_from_states(str(slices_dir), at=EVERY, days=TASK_DAYS, note=lines.append)
-    assert "tool history from tools_day_004.npz" in lines[0]
+    assert f"tool history from tools_day_{EVERY:03d}.npz" in lines[0]
     ledger = jax.tree.map(np.asarray, sl.stores[0].ledger.to_data()[1])
     kept = history.load(
         str(slices_dir / history.history_name(EVERY)),
@@ -211,3 +219,78 @@ def test_agents_from_states_take_the_kept_history(env, slices_dir, tasks):
         EVERY,
     )
     np.testing.assert_array_equal(ledger["units"], kept.ledgers[0].to_data()[1]["units"])
+
+
+def test_doing_nothing_scores_below_zero_and_the_continuation_is_what_makes_it(pool, tasks):
+    """Without a continuation a store that orders nothing sells the stock bought before the task and keeps
+    its cash; the reference's continuation then runs the emptier store, so doing nothing costs what it
+    costs once the lead times pass."""
+    for task in tasks:
+        idle = pool.open(task)
+        info = idle.finish()
+        assert info["reward"] < 0.0, (task.id, info)
+        assert info["tail"]["days_played"] == TAIL and info["decided_days"] == 0
+        pool.close(idle)
+
+
+def test_a_last_day_order_moves_the_reward_through_the_continuation(pool, tasks, slices_dir):
+    """An order of the last decided day is paid and on its way at the horizon, where net worth counts it at
+    its cost: the decided days alone cannot tell it from no order (tail 0: the same reward to the bit). Its
+    units arrive during the continuation, where they sell and age, so there it moves the reward."""
+    from rbjax.lm.tasks import make_tasks
+
+    short = make_tasks(str(slices_dir), days=TASK_DAYS, at=[EVERY], tail=0)[0]
+
+    def play(task, order: bool) -> float:
+        s = pool.open(task)
+        while s.day < s.stop - 1:
+            s.end_today()
+        if order:  # the shelf product its quickest supplier brings soonest
+            today, names = pool.engine.today(s.slot), s.tools.names
+            lead = np.where(today.shelf[:, None], today.lead, 10**6)
+            j, k = np.unravel_index(np.argmin(lead), lead.shape)
+            assert lead[j, k] < TAIL
+            item = {"sku_id": names.skus[j], "quantity": 200}
+            assert "**Order placed**" in s.call(
+                "place_order", {"items": [item], "supplier_id": names.suppliers[k]}
+            )
+        s.end_today()
+        assert s.done and s.info()["tail"]["days_played"] == task.tail
+        reward = s.reward
+        pool.close(s)
+        return reward
+
+    # float32 funds and pending cost: the order's cost leaves one and enters the other to a float32 ulp
+    without = play(short, order=True) - play(short, order=False)
+    within = play(tasks[0], order=True) - play(tasks[0], order=False)
+    assert abs(without) < 1e-5 and abs(within) > 100 * 1e-5, (without, within)
+
+
+def test_a_continuation_past_the_horizon_is_refused(slices_dir):
+    from rbjax.lm.tasks import make_tasks
+
+    room = DAYS - EVERY - TASK_DAYS
+    with pytest.raises(
+        ValueError, match=rf"tail {room + 1}: .* passes the run's horizon {DAYS} \(at most {room} days"
+    ):
+        make_tasks(str(slices_dir), days=TASK_DAYS, at=[EVERY], tail=room + 1)
+    with pytest.raises(ValueError, match="tail must be an int >= 0"):
+        make_tasks(str(slices_dir), days=TASK_DAYS, at=[EVERY], tail=-1)
+
+
+def test_tasks_without_a_continuation_score_the_decided_days_alone(slices_dir, tasks):
+    """tail 0 is the task's days alone: its reference gain is the tail-2 task's decided part, which the
+    session's info reports as the decided gain."""
+    from rbjax.lm.tasks import make_tasks
+
+    short = make_tasks(str(slices_dir), days=TASK_DAYS, at=[EVERY], tail=0)
+    assert [t.tail for t in short] == [0] * STORES and all(
+        t.id + f"-k{TAIL}" == u.id for t, u in zip(short, tasks)
+    )
+    pool = SessionPool.for_task(short[0], slots=2)
+    for t, long in zip(short, tasks):
+        s = pool.open(t)
+        info = play_reference(pool, s)
+        assert info["reward"] == 0.0 and info["tail"]["days_played"] == 0 and info["day"] == EVERY + TASK_DAYS
+        assert t.reference_gain != long.reference_gain
+        pool.close(s)

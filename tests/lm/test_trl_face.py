@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from rbjax.agents.tools.specs import TOOL_NAMES
-from rbjax.lm.faces.trl_env import RetailEnvironment
+from rbjax.agents.tools.specs import TOOL_NAMES, TOOL_SPECS, describe
+from rbjax.lm.faces.trl_env import RetailEnvironment, environment_class
 
 pytestmark = pytest.mark.slow  # a slices run, its tool history and the session programs
 
@@ -20,17 +20,34 @@ def rows(tasks_file):
 
 
 def tools_of(env):
-    """The methods TRL turns into tools: every public bound method but reset and get_reward."""
+    """The methods TRL (1.16) turns into tools: the class's public functions but reset and get_reward, bound."""
     return {
-        name: m
-        for name, m in inspect.getmembers(env, predicate=inspect.ismethod)
+        name: getattr(env, name)
+        for name, _ in inspect.getmembers(type(env), predicate=inspect.isfunction)
         if not name.startswith("_") and name not in ("reset", "get_reward")
     }
+
+
+def test_the_default_slots_are_a_generation_batch_and_classes_are_configured():
+    # TRL's default generation batch (GRPOConfig's per_device_train_batch_size 8), not 256 stores to compile
+    assert RetailEnvironment.__dict__["slots"] == 8
+    small, beat = environment_class(slots=2), environment_class(slots=3.0, reward="beat")
+    assert (small.slots, small.reward, beat.slots, beat.reward) == (2, "relative", 3, "beat")
+    assert issubclass(small, RetailEnvironment) and small.__name__ == "RetailEnvironment"  # TRL's reward name
+    assert (
+        small.__dict__["pool"] is None and beat.__dict__["pool"] is None
+    )  # each its own pool, made at a reset
+    assert sorted(tools_of(small())) == sorted(TOOL_NAMES)
+    for bad, message in (({"slots": 0}, "slots"), ({"slots": 2.5}, "slots"), ({"reward": "win"}, "reward")):
+        with pytest.raises(ValueError, match=message):
+            environment_class(**bad)
 
 
 def test_every_tool_is_a_documented_typed_method():
     tools = tools_of(RetailEnvironment())
     assert sorted(tools) == sorted(TOOL_NAMES)
+    for spec in TOOL_SPECS:  # the description every face shows, before the Google-style sections
+        assert tools[spec["name"]].__doc__.split("\n\n")[0] == describe(spec), spec["name"]
     for name, method in tools.items():
         sig = inspect.signature(method)
         assert sig.return_annotation is str, name
@@ -45,9 +62,12 @@ def test_every_tool_is_a_documented_typed_method():
 
 def test_transformers_reads_the_tool_schemas():
     utils = pytest.importorskip("transformers.utils")
-    schema = utils.get_json_schema(tools_of(RetailEnvironment())["place_order"])
+    tools = tools_of(RetailEnvironment())
+    schema = utils.get_json_schema(tools["place_order"])
     assert schema["function"]["name"] == "place_order"
     assert set(schema["function"]["parameters"]["required"]) == {"items", "supplier_id"}
+    for spec in TOOL_SPECS:  # transformers cuts a description at "Args:" or "Returns:"
+        assert utils.get_json_schema(tools[spec["name"]])["function"]["description"] == describe(spec)
 
 
 def play(env, row, order: bool):
@@ -75,3 +95,16 @@ def test_rewards_follow_the_calls_and_equal_a_sessions(rows):
     assert "Unknown SKU" in (a.reset(**rows[1]) and a.view_sku_prices(sku_ids=["nope"]))
     with pytest.raises(RuntimeError, match="reset"):
         RetailEnvironment().view_inventory()
+
+
+def test_a_full_pool_names_slots(rows):
+    one = environment_class(slots=1)
+    a, b = one(), one()
+    a.reset(**rows[0])
+    a.reset(**rows[1])  # a reset frees the instance's own slot first
+    with pytest.raises(RuntimeError, match=r"RetailEnvironment.slots is 1.*per_device_train_batch_size"):
+        b.reset(**rows[0])
+    a.get_reward()  # frees the slot
+    assert "Current date:" in b.reset(**rows[0])
+    assert one.pool.slots == 1 and one.pool is not RetailEnvironment.pool
+    b.get_reward()

@@ -20,6 +20,7 @@ import threading
 from pathlib import Path
 
 import pytest
+from conftest import TASK_DAYS
 
 vf = pytest.importorskip("verifiers.v1")
 
@@ -48,7 +49,7 @@ def test_tools_match_rbjax_specs():
     which are required, as the model sees them through verifiers' MCP server."""
     from mcp.server.mcpserver import MCPServer
 
-    from rbjax.agents.tools.specs import TOOL_NAMES, TOOL_SPECS
+    from rbjax.agents.tools.specs import TOOL_NAMES, TOOL_SPECS, describe
 
     tools = face_module("tools")
     assert tuple(tools.TOOL_NAMES) == TOOL_NAMES
@@ -58,7 +59,7 @@ def test_tools_match_rbjax_specs():
     assert sorted(listed) == sorted(TOOL_NAMES)
     for spec in TOOL_SPECS:
         tool = listed[spec["name"]]
-        assert tool.description == f"{spec['description']} Returns result as: {spec['returns']}", spec["name"]
+        assert tool.description == describe(spec), spec["name"]
         schema = tool.input_schema
         assert set(schema.get("properties", {})) == set(spec["parameters"]["properties"]), spec["name"]
         assert set(schema.get("required", [])) == set(spec["parameters"]["required"]), spec["name"]
@@ -143,7 +144,7 @@ def test_vf_eval_scores_the_sessions(server, tasks_file, tmp_path):
         assert t["stop_condition"] == "episode_over"  # end_today's `done` reached the stop condition
         reward = t["rewards"]["server_reward"]["score"]
         assert math.isfinite(reward)
-        assert t["metrics"]["days_played"] == 2
+        assert t["metrics"]["days_played"] == TASK_DAYS
         calls = [
             (c["name"], c["arguments"])
             for n in t["nodes"]
@@ -154,7 +155,7 @@ def test_vf_eval_scores_the_sessions(server, tasks_file, tmp_path):
     assert len(by_task) == 2
     for runs in by_task.values():
         (calls_a, reward_a), (calls_b, reward_b) = runs
-        assert calls_a == calls_b == [("view_inventory", "{}"), ("end_today", "{}")] * 2
+        assert calls_a == calls_b == [("view_inventory", "{}"), ("end_today", "{}")] * TASK_DAYS
         assert reward_a == reward_b  # the same task, the same calls: the same reward
 
     requests = [json.loads(line) for line in log.read_text().splitlines()]

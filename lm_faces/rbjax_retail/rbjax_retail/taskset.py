@@ -5,14 +5,17 @@ for a few days. A rollout's life on the server:
 
 * ``setup``: ``POST /sessions`` with the task's row (``keep``: the session outlives the HTTP connection);
   the session id and the server's URL go into the rollout's state, where the shared toolset
-  (``rbjax_retail.tools``) reads them on every call, and the morning's views are added to the prompt.
+  (``rbjax_retail.tools``) reads them on every call, and the morning's views are added to the prompt. The
+  server opens only the tasks it serves, and only as it has them: a row that differs from the served task of
+  its id in any field (a tasks file other than the server's) fails ``setup`` with the server's one-line error.
 * the model's tool calls go through the toolset to ``POST /sessions/{id}/call``; when ``end_today`` ends
   the last day the server answers ``done`` and ``episode_over`` stops the rollout.
 * ``finalize``: ``POST /sessions/{id}/finish`` plays any days the model left to the task's horizon with
   no new decisions (so every rollout of a task is scored over the same days), its info gives the reward,
   then ``DELETE /sessions/{id}`` frees the store.
 
-The reward is the server's (``rbjax lm serve --reward ...``); this package only passes it on.
+The reward is the server's (``rbjax lm serve --reward relative|gain|beat``), computed with the server's own
+task; this package only passes it on.
 """
 
 import json
@@ -30,7 +33,7 @@ logger = logging.getLogger(__name__)
 
 class RetailData(vf.TaskData):
     row: dict[str, Any]
-    """The tasks file's row as written by rbjax (sent as is to open the session)."""
+    """The tasks file's row as written by rbjax (sent as is to open the session; the server checks it)."""
 
 
 class RetailTaskConfig(vf.TaskConfig):

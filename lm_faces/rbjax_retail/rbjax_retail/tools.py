@@ -6,9 +6,11 @@ it. A call learns whose store it is from the rollout's state (``RetailState``), 
 the host before the call and pushes back after it: ``Task.setup`` put the server's URL and the session id
 there, and a call records whether the episode is over (``done``, read by the task's stop condition).
 
-The names, argument names and types copy ``rbjax.agents.tools.specs`` (this package must not import rbjax
-or JAX); ``tests/lm/test_vf_face.py`` checks that the two agree. As in rbjax, the simulator's tools make the
-final checks on argument values, so a bad value comes back as the tool's error text.
+The names, argument names, types and descriptions (``specs.describe``'s: what a tool does, then what its text
+holds) copy ``rbjax.agents.tools.specs`` (this package must not import rbjax or JAX);
+``tests/lm/test_vf_face.py`` and ``tests/agents/test_tool_descriptions.py`` check that the two agree. As in
+rbjax, the simulator's tools make the final checks on argument values, so a bad value comes back as the tool's
+error text.
 """
 
 import os
@@ -81,45 +83,48 @@ class RetailTools(vf.Toolset[vf.SharedToolsetConfig, RetailState]):
 
     @vf.tool
     async def view_funds_and_date(self) -> str:
-        """Today's date and the cash balance. Returns result as: {funds, current_date}"""
+        """Today's date and the cash balance. Returns one line of text: the current date and the funds
+        balance."""
         return await self.forward("view_funds_and_date")
 
     @vf.tool
     async def view_inventory(self) -> str:
         """Units in the store, waiting for capacity and on their way, per product, and the pending supplier
-        orders. Returns result as: {inventory{sku: {quantity, waiting, incoming, on_shelf}}, total_items,
-        pending_orders[...], shelf{...}}"""
+        orders. Returns plain text: a summary line, a line per product held, waiting or incoming (its counts,
+        and whether it is on the shelf), then the pending supplier orders (id, supplier, units, arrival,
+        cost)."""
         return await self.forward("view_inventory")
 
     @vf.tool
     async def view_shelf_status(self) -> str:
-        """Shelf capacity and the products on the shelf with stock and price. Returns result as: {capacity,
-        used, available, shelf_skus, on_shelf}"""
+        """Shelf capacity and the products on the shelf with stock and price. Returns a list of the shelf's
+        capacity, used and available places, then a markdown table of the shelved products: SKU, category,
+        quantity, price and whether it is in stock."""
         return await self.forward("view_shelf_status")
 
     @vf.tool
     async def set_shelf_skus(self, sku_ids: SkuIds) -> str:
         """Replace the whole shelf with these products (at most the shelf capacity). Only shelved products
-        sell; deliveries are not shelved automatically. Returns result as: {capacity, used, shelf_skus,
-        added, removed}"""
+        sell; deliveries are not shelved automatically. Returns plain text: how many products are now on the
+        shelf out of its capacity, and the products added and removed."""
         return await self.forward("set_shelf_skus", sku_ids=sku_ids)
 
     @vf.tool
     async def view_sku_prices(self, sku_ids: SkuIds) -> str:
-        """Current retail prices of the products. Returns result as: {sku: price}"""
+        """Current retail prices of the products. Returns a markdown table: SKU, price."""
         return await self.forward("view_sku_prices", sku_ids=sku_ids)
 
     @vf.tool
     async def modify_sku_price(self, sku_id: str, new_price: float) -> str:
-        """Set a product's retail price; the price at the end of the day is the one customers see. Returns
-        result as: {sku_id, old_price, new_price}"""
+        """Set a product's retail price; the price at the end of the day is the one customers see. Returns one
+        line of text: the product's old and new price."""
         return await self.forward("modify_sku_price", sku_id=sku_id, new_price=new_price)
 
     @vf.tool
     async def view_sku_inventory_cost(self, sku_ids: SkuIds) -> str:
         """Units in the store per product with their average, lowest and highest purchase cost and average
-        days in stock. Returns result as: {sku: {quantity, avg_cost, avg_days_in_stock, min_cost,
-        max_cost}}"""
+        days in stock. Returns a markdown table, one row per product: SKU, quantity, average buy cost, average
+        days in stock, lowest and highest buy cost (a dash where none is in stock)."""
         return await self.forward("view_sku_inventory_cost", sku_ids=sku_ids)
 
     @vf.tool
@@ -127,9 +132,9 @@ class RetailTools(vf.Toolset[vf.SharedToolsetConfig, RetailState]):
         self, sku_ids: SkuIds, start_date: Date, end_date: Date, supplier_id: Supplier | None = None
     ) -> str:
         """Daily selling price, units sold and net profit (revenue minus refunds minus cost of goods) per
-        product over a date range, optionally for the units of one supplier. Returns result as: {sku:
-        {daily[{date, selling_price, units_sold, net_profit}], total_units, days, net_profit,
-        avg_selling_price}}"""
+        product over a date range, optionally for the units of one supplier. Returns one markdown table per
+        product, headed by its SKU, with a row per day: date, selling price (a dash on a day without sales),
+        units sold, net profit."""
         return await self.forward(
             "view_sales_profit_history",
             sku_ids=sku_ids,
@@ -140,8 +145,8 @@ class RetailTools(vf.Toolset[vf.SharedToolsetConfig, RetailState]):
 
     @vf.tool
     async def view_current_date_supplier_prices(self, sku_ids: SkuIds) -> str:
-        """Today's purchase price of the products at every supplier. Returns result as: {sku: [{supplier_id,
-        sku_id, date, price, category, transport_days_min, transport_days_max}]}"""
+        """Today's purchase price of the products at every supplier. Returns a markdown table headed by
+        today's date, one row per supplier and product: supplier, SKU, price."""
         return await self.forward("view_current_date_supplier_prices", sku_ids=sku_ids)
 
     @vf.tool
@@ -149,7 +154,8 @@ class RetailTools(vf.Toolset[vf.SharedToolsetConfig, RetailState]):
         self, sku_id: str, start_date: Date, end_date: Date, supplier_id: Supplier | None = None
     ) -> str:
         """Logged daily purchase prices of one product over a date range, for every supplier or one. Returns
-        result as: [{supplier_id, sku_id, date, price}]"""
+        the number of records and the filters used, then a markdown table: row number, supplier, SKU, date,
+        price."""
         return await self.forward(
             "view_supplier_price_history",
             sku_id=sku_id,
@@ -161,7 +167,7 @@ class RetailTools(vf.Toolset[vf.SharedToolsetConfig, RetailState]):
     @vf.tool
     async def view_sku_avg_ratings(self, sku_ids: SkuIds, start_date: Date, end_date: Date) -> str:
         """Mean customer rating of each product's reviews dated in the range (all reviews without dates).
-        Returns result as: {sku: mean or None}"""
+        Returns a list, one line per product: its SKU and mean rating, or N/A where it has no review."""
         return await self.forward(
             "view_sku_avg_ratings", sku_ids=sku_ids, start_date=start_date, end_date=end_date
         )
@@ -170,9 +176,10 @@ class RetailTools(vf.Toolset[vf.SharedToolsetConfig, RetailState]):
     async def view_supplier_returns_avg_rate(
         self, supplier_id: Supplier, start_date: Date, end_date: Date, sku_ids: SkuIds | None = None
     ) -> str:
-        """Units sold, ordered and returned for one supplier over a date range, with return rates per
-        product. Returns result as: {supplier_id, sold_count, ordered_count, return_count,
-        average_return_rate, ..., skus{sku: {...}}}"""
+        """Units sold, ordered and returned for one supplier over a date range, with return rates per product.
+        Returns a list of the supplier's totals over the range (units sold, ordered and returned, and the
+        return rates), then a markdown table per product: sold, ordered, the denominator and its source,
+        returned, return rate."""
         return await self.forward(
             "view_supplier_returns_avg_rate",
             supplier_id=supplier_id,
@@ -183,57 +190,68 @@ class RetailTools(vf.Toolset[vf.SharedToolsetConfig, RetailState]):
 
     @vf.tool
     async def view_today_news(self) -> str:
-        """Today's news headlines with their ids. Returns result as: [{id, record_id, title}]"""
+        """Today's news headlines with their ids. Returns a list, one line per headline: the news id and the
+        title."""
         return await self.forward("view_today_news")
 
     @vf.tool
     async def view_news_detail(self, news_id: str) -> str:
-        """The full story of one news item. Returns result as: {record_id, id, title, content, date}"""
+        """The full story of one news item. Returns the item as a JSON object: record_id, id, title, content
+        and date."""
         return await self.forward("view_news_detail", news_id=news_id)
 
     @vf.tool
     async def view_news_history(self, start_date: Date, end_date: Date) -> str:
-        """Headlines shown over a date range. Returns result as: [{record_id, id, title, content, date}]"""
+        """Headlines shown over a date range. Returns the range and the number of items, then one line per
+        item: the news id and the title."""
         return await self.forward("view_news_history", start_date=start_date, end_date=end_date)
 
     @vf.tool
     async def add_note(self, content: str) -> str:
-        """Keep a note for later days. Returns result as: {id, content, date}"""
+        """Keep a note for later days. Returns a confirmation with the note's id, date and content."""
         return await self.forward("add_note", content=content)
 
     @vf.tool
     async def view_notes(self) -> str:
-        """All notes kept so far. Returns result as: {total_notes, notes}"""
+        """All notes kept so far. Returns every note with its id, date and content, or a line saying there is
+        none."""
         return await self.forward("view_notes")
 
     @vf.tool
     async def remove_note(self, note_id: str) -> str:
-        """Delete a note by id. Returns result as: {removed, remaining}"""
+        """Delete a note by id. Returns one line of text: whether the note was removed, and how many notes
+        remain."""
         return await self.forward("remove_note", note_id=note_id)
 
     @vf.tool
     async def execute_code(self, code: str) -> str:
-        """Run a short Python snippet that calls the view tools as functions (they return the payloads) and
-        computes with them; the value of the last expression, or of a variable named result, is returned.
-        Variables: funds, current_date, rent, sku_ids; modules: json, math, datetime, collections,
-        itertools, functools, operator, statistics, decimal. Read-only: orders and prices cannot be changed
-        from code. Example, the cheapest supplier of some products: quotes =
-        view_current_date_supplier_prices(sku_ids=sku_ids[:5]); {s: min(q, key=lambda r:
-        r['price'])['supplier_id'] for s, q in quotes.items()} Returns result as: {stdout, result, error}"""
+        """Run a short Python snippet that calls the view tools as functions and computes with them; in code a
+        view tool returns Python data (dicts and lists; print one to see its keys), not its text. The value of
+        the last expression, or of a variable named result, is returned. Variables: funds, current_date, rent,
+        sku_ids; modules: json, math, datetime, collections, itertools, functools, operator, statistics,
+        decimal. Read-only: orders and prices cannot be changed from code. Example, the cheapest supplier of
+        some products: quotes = view_current_date_supplier_prices(sku_ids=sku_ids[:5]); result = [(s, min(q,
+        key=lambda r: r['price'])['supplier_id']) for s, q in quotes.items()] Returns markdown sections, each
+        with a code block: what the code printed, its return value (data as JSON) and its error, or (No
+        output)."""
         return await self.forward("execute_code", code=code)
 
     @vf.tool
     async def place_order(self, items: list[OrderLine], supplier_id: Supplier) -> str:
         """Order products from one supplier. The order is paid at once; every unit arrives on the order's
-        expected arrival date (the slowest line's lead time). At most 15000 units per order. Returns result
-        as: {order_id, arrival_date, supplier_id, total_cost, funds_after, lines[...]}"""
+        expected arrival date (the slowest line's lead time). At most 15000 units per order. Returns the
+        order's id, expected arrival date, supplier, total cost and the funds left, then a markdown table of
+        its lines: SKU, quantity, unit price, supplier, line cost. An order the funds cannot pay is not
+        placed, and the text gives the cost and the funds available."""
         lines = [line.model_dump() if isinstance(line, BaseModel) else line for line in items]
         return await self.forward("place_order", items=lines, supplier_id=supplier_id)
 
     @vf.tool
     async def end_today(self) -> str:
-        """Close the day: customers buy, rent is paid, tomorrow begins. Returns result as: {funds, net_worth,
-        current_date, ...}"""
+        """Close the day: customers buy, rent is paid, tomorrow begins. Returns the day's report as plain
+        text, a line per item: the new date, funds, net worth, yesterday's earnings, the inventory, the
+        products that ran out, sales, returns and expired clearance sales by product, units waiting for
+        capacity, pending orders, stock per product."""
         return await self.forward("end_today")
 
 

@@ -40,10 +40,11 @@ class DayScheduler:
         self.live.discard(store)
         self._maybe_flush()
 
-    async def end_day(self, store: int, action: dict):
+    async def end_day(self, store: int, action):
         """Step ``store`` with ``action`` (a ``DayDraft.to_action()``: price, set_price, shelf [J]; lines
-        [L] each) in the next flush; returns its (DayInfo, DayDetail) rows (``AgentEngine.step``), or raises
-        the engine's error."""
+        [L] each; or a function returning one, called on the engine's thread just before the step, for an
+        action made from the engine's state) in the next flush; returns its (DayInfo, DayDetail) rows
+        (``AgentEngine.step``), or raises the engine's error."""
         future = asyncio.get_running_loop().create_future()
         self.parked[store] = (action, future)
         self._maybe_flush()
@@ -70,7 +71,7 @@ class DayScheduler:
         batch, self.parked = self.parked, {}
         try:
             results = await asyncio.get_running_loop().run_in_executor(
-                self._executor, self.engine.step, {s: a for s, (a, _) in batch.items()}
+                self._executor, self._step, {s: a for s, (a, _) in batch.items()}
             )
         except Exception as e:  # every parked agent sees the engine's error
             for _, future in batch.values():
@@ -82,6 +83,9 @@ class DayScheduler:
             self.flushes += 1
             self.flushing = False
         self._maybe_flush()
+
+    def _step(self, actions: dict) -> dict:
+        return self.engine.step({s: a() if callable(a) else a for s, a in actions.items()})
 
     def submit(self, fn, *args):
         """Run ``fn(*args)`` on the engine's worker thread, after any step under way and never during one

@@ -62,15 +62,7 @@ def warm_up(engine: AgentEngine, stores: list[StoreTools], policy, policy_params
         if day >= stop:
             return
         for s, store in live.items():
-            today = engine.today(s)
-            store.begin_day(today)
-            store.calls = store.direct_calls = MORNING_VIEWS
-            for name, args in policy_calls(driver.action(s), today, store.names):
-                if name in READ_TOOLS:
-                    store.calls += 1
-                    store.direct_calls += 1
-                else:
-                    store.call(name, args)
+            play_policy_day(store, engine.today(s), driver.action(s))
         end_days(engine, live, dict.fromkeys(live, ("model", None)), {s: [] for s in live})
         if progress and (day + 1) % progress == 0:
             rate = (day + 1) * len(live) / (time.perf_counter() - start)
@@ -78,6 +70,20 @@ def warm_up(engine: AgentEngine, stores: list[StoreTools], policy, policy_params
                 f"history: day {day + 1}/{stop}, {len(live)} stores, {rate:,.0f} store-days/s",
                 file=sys.stderr,
             )
+
+
+def play_policy_day(store: StoreTools, today, action) -> None:
+    """Begin ``today`` in ``store`` and make the calls that reproduce ``action`` (one store's policy
+    ``Action``, numpy leaves), as ``warm_up`` makes them: the runner's morning views and the read calls
+    counted, the write calls run. The store's day action (``store.day_action()``) is then the policy's."""
+    store.begin_day(today)
+    store.calls = store.direct_calls = MORNING_VIEWS
+    for name, args in policy_calls(action, today, store.names):
+        if name in READ_TOOLS:
+            store.calls += 1
+            store.direct_calls += 1
+        else:
+            store.call(name, args)
 
 
 @dataclasses.dataclass

@@ -1,17 +1,19 @@
 """An agent run of a tasks file (``rbjax agents run --tasks FILE``): the tasks ``rbjax lm tasks`` writes for
 language-model training, played by the same agents as ``--from-states`` and scored as sessions score them.
 
-``group_tasks`` splits the tasks into runs, one per (slices folder, snapshot day, days): each run takes over
-exactly the tasks' stores of that snapshot (``open_from_states`` with a list of stores) and writes a
-``--from-states`` run's files into its own folder (``TaskGroup.name``, e.g. ``day_030_2d``). ``score``
-reads each task's result from its run's records: the store's net-worth gain over the slice (the last day's
-net worth less the snapshot's; a store gone bankrupt keeps the net worth it went bankrupt with) and the
-rewards of ``rbjax.lm.rewards`` with the task's reference gain and scale, the numbers a session
-(``rbjax.lm.session``) with the same decisions gets. ``write_table`` writes them as ``tasks.csv``.
+``group_tasks`` splits the tasks into runs, one per (slices folder, snapshot day, days, tail): each run takes
+over exactly the tasks' stores of that snapshot (``open_from_states`` with a list of stores) and writes a
+``--from-states`` run's files into its own folder (``TaskGroup.name``, e.g. ``day_030_2d``). After the run,
+``play_tail`` plays the tasks' continuation: the reference policy for ``tail`` more days of the same stores,
+through the tools, as a session's continuation is played. ``score`` reads each task's result: the store's
+net-worth gain over the slice and its continuation (a store gone bankrupt keeps the net worth it went
+bankrupt with) and the rewards of ``rbjax.lm.rewards`` with the task's reference gain and scale, the numbers a
+session (``rbjax.lm.session``) with the same decisions gets. ``write_table`` writes them as ``tasks.csv``.
 
 >>> groups = group_tasks(read_tasks("tasks.jsonl"))
 >>> env, sl, settings = open_from_states(g.folder, g.day, g.stores, g.days, reference=g.reference, ...)
->>> rows = score(g, sl, run_policy_slice(sl, policy, params, out=f"runs/x/{g.name}"))   # {line: row}
+>>> records = run_policy_slice(sl, policy, params, out=f"runs/x/{g.name}")
+>>> rows = score(g, sl, records, play_tail(g, sl))   # {line: row}
 >>> write_table(rows, "runs/x/tasks.csv")
 """
 
@@ -34,6 +36,7 @@ COLUMNS = (
     "store",
     "day",
     "days",
+    "tail",
     "run",
     "start_net_worth",
     "net_worth",
@@ -49,7 +52,8 @@ SHARED = ("source_policy", "reference", "seed", "grouping", "supplier_attempts",
 
 @dataclasses.dataclass(frozen=True)
 class TaskGroup:
-    """The tasks of one run: snapshot day ``day`` of the slices folder ``folder`` for ``days`` days.
+    """The tasks of one run: snapshot day ``day`` of the slices folder ``folder`` for ``days`` days, then a
+    continuation of ``tail`` days.
     stores: the snapshot's stores the run takes over (the tasks' stores, sorted, each once; store_{s}/ of
     the run's folder is ``stores[s]``). name: the run's folder in ``--out``. The fields the tasks share
     (``SHARED``): the env the slices were made in and the reference they are compared with."""
@@ -57,6 +61,7 @@ class TaskGroup:
     folder: str
     day: int
     days: int
+    tail: int
     tasks: tuple[Task, ...]
     name: str
     lines: tuple[int, ...] = ()  # each task's place in the file (``score``'s keys)
@@ -74,14 +79,14 @@ class TaskGroup:
 
 
 def group_tasks(tasks: Sequence[Task]) -> list[TaskGroup]:
-    """The runs of ``tasks``, one per (from_states, day, days) in the order they first appear. ValueError (one
-    line) when the tasks of one run differ in a ``SHARED`` field (a run has one env and one reference)."""
-    keyed: dict[tuple[str, int, int], list[int]] = {}
+    """The runs of ``tasks``, one per (from_states, day, days, tail) in the order they first appear. ValueError
+    (one line) when the tasks of one run differ in a ``SHARED`` field (a run has one env and one reference)."""
+    keyed: dict[tuple[str, int, int, int], list[int]] = {}
     for i, t in enumerate(tasks):
-        keyed.setdefault((os.path.abspath(t.from_states), t.day, t.days), []).append(i)
+        keyed.setdefault((os.path.abspath(t.from_states), t.day, t.days, t.tail), []).append(i)
     folders = list(dict.fromkeys(k[0] for k in keyed))
     groups = []
-    for (folder, day, days), lines in keyed.items():
+    for (folder, day, days, tail), lines in keyed.items():
         members = [tasks[i] for i in lines]
         first = members[0]
         for t in members[1:]:
@@ -92,15 +97,15 @@ def group_tasks(tasks: Sequence[Task]) -> list[TaskGroup]:
                         f"tasks {first.id} and {t.id} (day {day} of {folder}, {days} days) differ in {field} "
                         f"({a!r}, {b!r}): the tasks of one snapshot day and horizon run together"
                     )
-        name = _name(folder, day, days, folders)
-        groups.append(TaskGroup(folder, day, days, tuple(members), name, tuple(lines)))
+        name = _name(folder, day, days, tail, folders)
+        groups.append(TaskGroup(folder, day, days, tail, tuple(members), name, tuple(lines)))
     return groups
 
 
-def _name(folder: str, day: int, days: int, folders: list[str]) -> str:
-    """``day_{D:03d}_{N}d``; with tasks of several slices folders, the folder's name (and its rank, where two
-    folders share a name) before it."""
-    name = f"day_{day:03d}_{days}d"
+def _name(folder: str, day: int, days: int, tail: int, folders: list[str]) -> str:
+    """``day_{D:03d}_{N}d`` (``_{K}k`` after it for a continuation of K days); with tasks of several slices
+    folders, the folder's name (and its rank, where two folders share a name) before it."""
+    name = f"day_{day:03d}_{days}d" + (f"_{tail}k" if tail else "")
     if len(folders) == 1:
         return name
     base = re.sub(r"[^A-Za-z0-9_.-]+", "_", os.path.basename(folder.rstrip(os.sep))) or "slices"
@@ -154,14 +159,39 @@ def check_opened(group: TaskGroup, sl) -> None:
             )
 
 
-def score(group: TaskGroup, sl, records) -> dict[int, dict]:
+def play_tail(group: TaskGroup, sl) -> np.ndarray:
+    """Play the tasks' continuation on the run's engine (``sl``, an ``AgentSlice`` after its ``days`` days):
+    ``group.reference`` for ``group.tail`` more days of every store still open, through the tools as a
+    session's continuation is played (``history.warm_up``: the calls of ``history.play_policy_day``), with no
+    trace and no decision gaps counted. Returns [S] each engine store's net worth afterwards (float64 of the
+    engine's float32). ValueError when a store open after the run is not on the slice's last morning."""
+    from rbjax import policies
+    from rbjax.agents.runs.history import warm_up
+
+    engine, stop = sl.engine, group.day + group.days
+    for s in range(engine.B):
+        today = engine.today(s)
+        if not today.done and today.day != stop:
+            raise ValueError(
+                f"{group.name}: store {sl.store_ids[s]} is on day {today.day} after the run, not {stop}"
+            )
+    if group.tail:
+        engine.reference = None
+        for store in sl.stores:
+            store.trace = None
+        warm_up(engine, sl.stores, *policies.make(group.reference, engine.env), stop + group.tail)
+    return np.asarray(engine.host["net_worth"], np.float64)[: engine.B]
+
+
+def score(group: TaskGroup, sl, records, end_net_worth: np.ndarray | None = None) -> dict[int, dict]:
     """{the task's place in the file: its row (``COLUMNS``)} for the tasks of ``group``, from the run's
-    records ([S, days] ``DayInfo`` of the stores ``sl.store_ids``): its store's net-worth gain over the slice
-    (the records' last net worth less the snapshot's, as a session counts it: float32 values, their
-    difference in float64) and the rewards of ``rbjax.lm.rewards`` with the task's reference gain and scale
-    (``gain``, the gain reward, in dollars; ``relative``; ``beat``)."""
+    records ([S, days] ``DayInfo`` of the stores ``sl.store_ids``) and ``end_net_worth`` ([S], after the
+    continuation: ``play_tail``; None: the records' last): its store's net-worth gain over the slice and its
+    continuation (as a session counts it: float32 values, their difference in float64) and the rewards of
+    ``rbjax.lm.rewards`` with the task's reference gain and scale (``gain``, the gain reward, in dollars;
+    ``relative``; ``beat``). survived: the store was open through the run's days."""
     start = np.asarray(sl.snapshot.state.net_worth, np.float64)
-    end = np.asarray(records.net_worth, np.float64)[:, -1]
+    end = np.asarray(records.net_worth, np.float64)[:, -1] if end_net_worth is None else end_net_worth
     alive = np.asarray(records.alive, bool)
     slot = {s: i for i, s in enumerate(sl.store_ids)}
     rows = {}
@@ -173,6 +203,7 @@ def score(group: TaskGroup, sl, records) -> dict[int, dict]:
             "store": t.store,
             "day": t.day,
             "days": t.days,
+            "tail": t.tail,
             "run": group.name,
             "start_net_worth": float(start[i]),
             "net_worth": float(end[i]),

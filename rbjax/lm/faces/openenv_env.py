@@ -6,12 +6,17 @@
 module's ``SessionPool``; ``end_today`` awaits the pool's batched step, shared by every session on the
 server's event loop.
 
-- ``reset(task=<task row or id of a served task>)`` opens a session (closing this instance's previous one);
-  its observation holds the morning's views (``text``), the session and task ids, ``tool_names`` and ``info``;
+- ``reset(task=<id of a served task, or its row unchanged>)`` opens a session (closing this instance's
+  previous one); its observation holds the morning's views (``text``), the session and task ids,
+  ``tool_names`` and ``info``. The session always runs and is scored with the server's own task (its folder,
+  reference gain and scale): a row that differs from the served task of its id in any field, an unknown id or
+  anything else is refused before anything is opened, with a one-line error (a 400 ``{"error"}`` from
+  ``POST /reset``; an error frame over the websocket, which ``EnvClient.reset`` raises as ``RuntimeError``);
 - a tool call answers ``{"text", "done", "reward", "day"}`` (``MCPToolClient.call_tool``'s value); through
-  ``step`` (``GenericEnvClient``) the observation's ``reward`` and ``done`` are set too. A tool's failure (a bad
-  argument, an unknown name) is its error text, as the model would see it; a call on a finished episode is an
-  MCP error;
+  ``step`` (``GenericEnvClient``) the observation's ``reward`` and ``done`` are set too. A bad argument is the
+  tool's error text, as the model would see it. An unknown tool name is not: ``MCPToolClient.call_tool``
+  gets a JSON-RPC error and raises ``RuntimeError``, and ``step`` answers an observation whose ``error`` is
+  ``tool_not_found``. A call on a finished episode is an MCP error too;
 - ``state``: {episode_id, step_count, session, task, day, done, reward};
 - the session is closed when OpenEnv closes the instance (the client disconnects or closes its session, or it
   is idle ``idle_timeout`` seconds); ``GET /rbjax/health`` shows the pool's slots.
@@ -47,6 +52,7 @@ def make_app(tasks_path: str, slots: int = 256, idle_timeout: float | None = 600
     pool_options: more ``SessionPool`` options (reward, max_wait, code limits). One pool per process: a
     second call replaces the first."""
     global POOL, TASKS
+    from fastapi.responses import JSONResponse
     from openenv.core.env_server.http_server import create_app
     from openenv.core.env_server.mcp_types import CallToolAction, CallToolObservation
     from openenv.core.env_server.types import ConcurrencyConfig
@@ -70,6 +76,10 @@ def make_app(tasks_path: str, slots: int = 256, idle_timeout: float | None = 600
         reset_observation_cls=c["MorningObservation"],
     )
 
+    @app.exception_handler(TaskRefused)
+    async def refused(request, error: TaskRefused):
+        return JSONResponse({"error": str(error)}, status_code=400)
+
     @app.get("/rbjax/health")
     async def health() -> dict:
         return {
@@ -88,17 +98,20 @@ def make_app(tasks_path: str, slots: int = 256, idle_timeout: float | None = 600
     return app
 
 
-def task_of(spec):
-    """The Task of a reset's ``task``: a served task's id or a task row; ValueError (one line) otherwise."""
-    from rbjax.lm.tasks import Task
+class TaskRefused(ValueError):
+    """A reset whose ``task`` is not served: a 400 ``{"error": ...}`` over HTTP (``make_app``'s handler), an
+    error frame over OpenEnv's websocket (its own handler), one line either way."""
 
-    if isinstance(spec, str):
-        if spec not in TASKS:
-            raise ValueError(f"no task {spec!r} among the served tasks (GET /rbjax/tasks)"[:300])
-        return TASKS[spec]
-    if isinstance(spec, dict):
-        return Task.from_row(spec, "task")
-    raise ValueError("reset needs task=<a task row (an object) or a served task's id>")
+
+def task_of(spec):
+    """The served Task a reset's ``task`` names: a served task's id, or its row unchanged
+    (``rbjax.lm.server.served_task``); TaskRefused (one line) otherwise."""
+    from rbjax.lm.server import served_task
+
+    try:
+        return served_task(spec, TASKS, "GET /rbjax/tasks")
+    except ValueError as e:
+        raise TaskRefused(f"reset: {e}") from None
 
 
 def _pool():

@@ -1,16 +1,38 @@
-"""A TRL face: ``RetailEnvironment`` fits ``GRPOTrainer(environment_factory=RetailEnvironment)``.
+"""A TRL face: ``RetailEnvironment`` fits ``GRPOTrainer(environment_factory=RetailEnvironment)`` (TRL 1.16).
 
-TRL makes one instance per rollout slot, calls ``reset(**row)`` with a dataset row (a tasks file's row:
-``rbjax lm tasks``), exposes every public method but ``reset`` and ``get_reward`` to the model as a tool (its
-name, type hints and Google-style docstring become the tool's schema) and calls ``get_reward()`` after the
-rollout. All instances of a process share one ``SessionPool`` (``RetailEnvironment.slots`` slots), so
-their stores live on one batched engine. TRL calls a rollout's tools one after another and waits for each,
-so ``end_today`` steps its store at once (a step of the pool's engine with one store in it).
+TRL makes one instance per rollout of a generation batch and reuses them from batch to batch. It calls
+``reset(**row)`` with a dataset row (a tasks file's row: ``rbjax lm tasks``), exposes every public method
+but ``reset`` and ``get_reward`` to the model as a tool (its name, type hints and Google-style docstring
+become the tool's schema; the description is ``specs.describe``'s, as in every face) and calls
+``get_reward()`` after the rollout. All instances of a class share one ``SessionPool`` of ``slots`` stores,
+so their stores live on one batched engine. TRL calls a rollout's tools one after another and waits for
+each, so ``end_today`` steps its store at once (a step of the pool's engine with one store in it).
+
+What a TRL user trips over (``examples/lm_trl_grpo.py`` runs on a CPU):
+
+- ``slots`` (default 8, TRL's default generation batch) should equal the rollouts one process generates at
+  once: ``per_device_train_batch_size * steps_per_generation`` (``generation_batch_size`` over the
+  processes). Each rollout holds a slot from ``reset`` to ``get_reward``; fewer slots fail the ``reset``
+  that finds none free, and many more cost compile time (256 slots: 40-60 s at the first ``reset`` and
+  again at the first ``get_reward``). ``environment_class(slots=..., reward=...)`` makes a class with its
+  own pool of that size (a pool is made at the first ``reset`` and keeps its size).
+- ``reward_funcs=[]`` is enough: TRL adds ``get_reward`` as a reward of weight 1, logged under the class's
+  name (``RetailEnvironment``).
+- ``GRPOConfig`` turns bf16 on by default; without a GPU pass ``use_cpu=True`` (or ``bf16=False``).
+- The 21 tool schemas and the first morning come to about 5k prompt tokens. TRL counts tool results in
+  ``max_completion_length``: a call whose result would pass it is dropped from the completion and ends the
+  rollout, after the tool has run (an order placed or a day ended stays; ``get_reward`` plays the days left
+  with no decisions).
+- A model that calls no tool plays every rollout of a task the same way, so the group's rewards are equal,
+  its advantages 0 and the loss exactly 0. Use a model and chat template that call tools (TRL logs
+  ``tools/call_frequency``).
 
 >>> from datasets import load_dataset
 >>> from trl import GRPOConfig, GRPOTrainer
->>> trainer = GRPOTrainer(model, reward_funcs=[], train_dataset=load_dataset("json", data_files="tasks.jsonl")["train"],
-...                       environment_factory=RetailEnvironment, args=GRPOConfig(...))
+>>> tasks = load_dataset("json", data_files="tasks.jsonl")["train"]
+>>> config = GRPOConfig(per_device_train_batch_size=8, num_generations=4, use_cpu=True)
+>>> trainer = GRPOTrainer(model, reward_funcs=[], train_dataset=tasks, args=config,
+...                       environment_factory=environment_class(slots=8))
 
 TRL needs torch; this module does not: it imports nothing from TRL.
 """
@@ -20,7 +42,7 @@ from __future__ import annotations
 import inspect
 from typing import ClassVar
 
-from rbjax.agents.tools.specs import TOOL_SPECS
+from rbjax.agents.tools.specs import TOOL_SPECS, describe
 
 _TYPES = {"string": str, "number": float, "integer": int, "boolean": bool, "object": dict}
 
@@ -56,10 +78,10 @@ def _tool_method(spec: dict):
                 annotation=annotations[arg],
             )
         )
-    lines = [spec["description"]]
+    lines = [describe(spec)]
     if params["properties"]:
         lines += ["", "Args:"] + [f"    {a}: {_arg_doc(a, s)}" for a, s in params["properties"].items()]
-    lines += ["", "Returns:", "    The tool's answer, as the store's tools write it."]
+    lines += ["", "Returns:", "    The tool's text, as described above."]
 
     def method(self, *a, **kw):
         bound = method.__signature__.bind(self, *a, **kw)
@@ -76,18 +98,20 @@ def _tool_method(spec: dict):
 class RetailEnvironment:
     """One rollout's store: ``reset(**row)`` opens a session on the row's task; the 21 tools are methods;
     ``get_reward()`` plays the episode to its end (no new decisions) and returns its reward
-    (``rbjax.lm.rewards``; the pool's kind, ``reward``)."""
+    (``rbjax.lm.rewards``; the pool's kind, ``reward``). slots: the stores of the class's pool, made at the
+    first ``reset`` (the rollouts TRL generates at once, see the module's notes)."""
 
-    slots: ClassVar[int] = 256
+    slots: ClassVar[int] = 8
     reward: ClassVar[str] = "relative"
-    pool: ClassVar = None  # one SessionPool per process, made on the first reset
+    pool: ClassVar = None  # one SessionPool per class and process, made on the first reset
 
     def __init__(self):
         self.session = None
 
     def reset(self, **row) -> str:
         """Open a session on the task of ``row`` (a tasks file's row; extra columns such as ``prompt`` are
-        ignored) and return the store's morning (the text TRL appends to the prompt)."""
+        ignored) and return the store's morning (the text TRL appends to the prompt). RuntimeError when
+        every slot of the pool holds a rollout."""
         from rbjax.lm.pool import SessionPool
         from rbjax.lm.tasks import Task
 
@@ -97,6 +121,12 @@ class RetailEnvironment:
             cls.pool = SessionPool.for_task(task, slots=cls.slots, reward=cls.reward)
         if self.session is not None:
             cls.pool.close(self.session)
+            self.session = None
+        if not cls.pool.free:
+            raise RuntimeError(
+                f"{cls.__name__}.slots is {cls.pool.slots}, and every slot holds a rollout: make it the rollouts "
+                "TRL generates at once (GRPOConfig's per_device_train_batch_size * steps_per_generation)"
+            )
         self.session = cls.pool.open(task)
         return self.session.morning
 
@@ -117,3 +147,18 @@ class RetailEnvironment:
 
 for _spec in TOOL_SPECS:
     setattr(RetailEnvironment, _spec["name"], _tool_method(_spec))
+
+
+def environment_class(slots: int = 8, reward: str = "relative") -> type[RetailEnvironment]:
+    """A ``RetailEnvironment`` class for ``environment_factory`` with its own pool (made at its first ``reset``)
+    of ``slots`` stores, reporting rewards of kind ``reward`` (``rewards.KINDS``); TRL logs the reward under
+    the name ``RetailEnvironment``. ValueError naming the argument."""
+    from rbjax.checks import need_count
+    from rbjax.lm.rewards import check_kind
+
+    slots = need_count("slots", slots, whole=True)
+    return type(
+        "RetailEnvironment",
+        (RetailEnvironment,),
+        {"slots": slots, "reward": check_kind(reward), "pool": None},
+    )
