@@ -123,15 +123,7 @@ class LLMAgent:
 
     def _day_fields(self, status: str, shelf: str) -> dict:
         """The placeholders every day message has."""
-        p = self.prompts
-        return dict(
-            day=self.today.day + 1,
-            status=status,
-            shelf=shelf,
-            catalog=self.catalog,
-            warnings=p.warnings,
-            closeout=p.closeout,
-        )
+        return self.prompts.day_fields(self.today.day + 1, status, shelf, self.catalog)
 
     async def after_day(self, store, today, result) -> None:
         reflection = None

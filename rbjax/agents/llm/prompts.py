@@ -186,6 +186,19 @@ class Prompts:
                 override[name] = {**current, **value}
         return dataclasses.replace(prompts, **override)
 
+    def day_fields(self, day: int, status: str, shelf: str, catalog: str) -> dict:
+        """The placeholders every day message has: day (1-based), the runner's two morning views' texts
+        (``status``: view_funds_and_date's, ``shelf``: view_shelf_status's), the catalogue, the warnings and
+        the close-out."""
+        return dict(
+            day=day,
+            status=status,
+            shelf=shelf,
+            catalog=catalog,
+            warnings=self.warnings,
+            closeout=self.closeout,
+        )
+
     def system(self, framework: str, rent: float, tool_names, native: bool = False) -> str:
         """The act phase's system prompt: role, environment, policy, tools and call format, ending the day.
         ``native``: the tools travel in the request and are listed here too, since some servers' chat

@@ -1,0 +1,486 @@
+"""An Inspect (``inspect-ai`` 0.3.285) face of ``rbjax.lm``: RetailBench as an Inspect eval, ``rbjax/retail``.
+
+``inspect eval rbjax/retail -T tasks=tasks.jsonl --model ...`` plays the tasks of a tasks file (``rbjax lm
+tasks``), one sample per task, each scored with its session's reward (``rbjax.lm.rewards``);
+``inspect eval rbjax/retail -T stores=N -T days=180 -T seed=S --model ...`` plays N stores from their
+opening day to the horizon or bankruptcy, RetailBench's own protocol, each scored with the paper's
+main-table metrics (``rbjax.runners.metrics.MAIN_TABLE`` and ``survived``), the stores of ``rbjax agents run
+--stores N --days D --seed S``.
+
+A sample's store is an ``rbjax.lm`` session of one ``SessionPool`` that every sample of the process shares, so
+one batched engine step ends the day of every store waiting on it (``--max-samples`` sets how many stores
+play at once; ``-T slots=N`` the pool's size, which should be at least that). The agent is Inspect's own
+``react()`` (no submit tool) with the 21 tools bound to the sample's store, rbjax's system prompt and day
+message (``rbjax.agents.llm.prompts``, ReAct), and the day rules of ``rbjax agents run``
+(``rbjax.agents.llm.frameworks``):
+
+- each morning the runner's views are issued and the day's message is sent; with ``memory="day"`` (the
+  default, as ``agents run``) the conversation restarts each day from the system prompt, a slice's task
+  prompt (a full episode has none: its requests are ``agents run --protocol native``'s) and the day's
+  message; ``memory="episode"`` keeps it;
+- ``end_today`` ends the day; the calls after it in the same reply are not run;
+- a turn without a successful call (no tool call, or only failed ones) counts as invalid, and a turn without
+  any tool call is answered with rbjax's ``no_call`` nudge; after ``invalid_turns`` invalid turns in a row, or
+  ``max_turns`` turns in a day, the runner ends the day itself; so a model that never calls a tool still
+  plays every day (and makes no decision);
+- the episode ends at the horizon or bankruptcy; a sample stopped early by an Inspect limit is played to its
+  end with no new decisions (``Session.afinish``), as every session is, and scored.
+
+A tool's text and errors are the benchmark's (``StoreTools``; ``execute_code`` runs in its sandbox). One
+difference from ``agents run``: Inspect checks a call's arguments against the tool's JSON schema before
+running it, so arguments of the wrong type, missing or unknown get Inspect's parsing error and never reach
+the store (``agents run`` shows the schemas without enforcing them). A failed model call (a dead endpoint, a
+refused request) is the sample's error, never a score.
+
+Each sample's metadata (and its score's) holds the session's ``info()`` (task id, days played and decided,
+gain, reward, daily net-worth changes) and the turns: days ended by the model and by the runner, turns,
+tool calls.
+
+Only this module and ``inspect_registry`` import Inspect (``pip install 'rbjax[inspect]'``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import os
+from typing import Any
+
+from inspect_ai import Task, task
+from inspect_ai.agent import AgentState, as_solver, react
+from inspect_ai.dataset import MemoryDataset, Sample
+from inspect_ai.model import ChatMessageSystem, ChatMessageUser
+from inspect_ai.scorer import Score, Target, mean, scorer, stderr
+from inspect_ai.solver import Generate, Solver, TaskState, solver
+from inspect_ai.tool import Tool, ToolDef, ToolParams
+from inspect_ai.util import LimitExceededError, StoreModel, store_as
+from pydantic import Field
+
+from rbjax.agents.llm.frameworks import Rules
+from rbjax.agents.llm.prompts import Prompts, catalog_text
+from rbjax.agents.tools.specs import TOOL_NAMES, TOOL_SPECS, openai_functions
+from rbjax.runners.metrics import MAIN_TABLE
+
+EPISODE = "episode"  # the source policy named in a full episode's task ids: no slices folder, the opening day
+MEMORIES = ("day", "episode")
+POOLS: dict = {}  # {key: SessionPool}, one per env, params and pool options in this process
+_OPENING: dict = {}  # {event loop: asyncio.Lock} (opening_lock)
+
+
+# ---------------------------------------------------------------------------------------------- the task
+@task
+def retail(
+    tasks: str | None = None,
+    stores: int | None = None,
+    days: int = 180,
+    seed: int = 0,
+    grouping: str = "20",
+    supplier_attempts: int = 50,
+    data: str | None = None,
+    slots: int = 64,
+    reward: str = "relative",
+    max_turns: int = 50,
+    invalid_turns: int = 5,
+    memory: str = "day",
+    prompts: str | None = None,
+    compact_catalog: bool = False,
+    code_timeout: float | None = None,
+    explicit_news: bool = False,
+    solver: Solver | None = None,
+) -> Task:
+    """RetailBench on rbjax: the tasks of the tasks file ``tasks`` (slices), or ``stores`` stores for ``days``
+    days from their opening (full episodes, keys from ``seed``, the env of ``grouping``,
+    ``supplier_attempts`` and ``data`` as ``rbjax agents run``'s flags). slots: the shared pool's stores
+    (samples beyond it wait for a free one); reward: the slices' reward kind (``rbjax.lm.rewards.KINDS``);
+    max_turns, invalid_turns: the day's limits (``Rules``); memory: "day" or "episode" (the module's
+    docstring); prompts: a JSON file of prompt overrides (``Prompts.load``); compact_catalog: the day
+    message's short catalogue; code_timeout, explicit_news: the tools' options (``agents run``'s
+    ``--code-timeout``, ``--news-text explicit``); solver: another agent instead of ``retail_agent``.
+    ValueError naming the argument for a bad one."""
+    options = tool_options(code_timeout, explicit_news)
+    if (tasks is None) == (stores is None):
+        raise ValueError("give either tasks=FILE (slices) or stores=N (full episodes), not both or neither")
+    agent = solver or retail_agent(max_turns, invalid_turns, memory, prompts, compact_catalog)
+    check_count("slots", slots)
+    if tasks is not None:
+        from rbjax.lm.rewards import check_kind
+
+        check_kind(reward)
+        pool = dict(slots=slots, reward=reward, **options)
+        return Task(dataset=slice_dataset(tasks, pool), solver=agent, scorer=session_reward())
+    check_count("stores", stores)
+    check_count("days", days)
+    env = dict(days=days, seed=seed, grouping=grouping, supplier_attempts=supplier_attempts, data=data)
+    dataset = episode_dataset(stores, env, dict(slots=slots, **options))
+    return Task(dataset=dataset, solver=agent, scorer=episode_metrics())
+
+
+def check_count(name: str, value) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{name} must be a positive int, got {value!r}")
+
+
+def tool_options(code_timeout: float | None, explicit_news: bool) -> dict:
+    """The ``StoreTools`` options of the task's arguments (what ``agents run``'s flags set)."""
+    options = {"explicit_news": bool(explicit_news)}
+    if code_timeout is not None:
+        if not code_timeout > 0:
+            raise ValueError(f"code_timeout must be > 0 seconds, got {code_timeout!r}")
+        options["code_timeout"] = float(code_timeout)
+    return options
+
+
+def slice_dataset(path: str, pool: dict) -> MemoryDataset:
+    """One sample per task of the tasks file ``path`` (``read_tasks``): its id, its prompt, and in its metadata
+    the task's row and ``pool`` (the ``SessionPool`` options)."""
+    from rbjax.lm.tasks import read_tasks
+
+    samples = [
+        Sample(
+            id=t.id,
+            input=[ChatMessageUser(content=m["content"]) for m in t.prompt],
+            metadata={"kind": "slice", "task": t.to_row(), "pool": pool},
+        )
+        for t in read_tasks(path)
+    ]
+    return MemoryDataset(samples, name=os.path.basename(path))
+
+
+def episode_dataset(stores: int, env: dict, pool: dict) -> MemoryDataset:
+    """One sample per store of a full-episode run of ``env`` (``episode_start``'s arguments); the store's task
+    is made when its pool opens. Metadata: the store, ``env`` and ``pool`` (the ``SessionPool`` options)."""
+    from rbjax.env import OptionError, make_env
+    from rbjax.lm.tasks import task_id
+
+    days, seed = env["days"], env["seed"]
+    try:
+        made, params = make_env(env["data"], env["grouping"], env["supplier_attempts"], days)
+    except OptionError as e:
+        raise ValueError(str(e)) from None
+    date = made.catalog.date_of(int(params.open_day)).isoformat()
+    samples = [
+        Sample(
+            id=task_id(EPISODE, seed, 0, s, days),
+            input=f"Store {s} from its opening day ({date}) for {days} days, seed {seed}.",
+            metadata={"kind": "episode", "store": s, "stores": stores, "env": env, "pool": pool},
+        )
+        for s in range(stores)
+    ]
+    return MemoryDataset(samples, name=f"episodes-s{seed}-n{days}")
+
+
+# ---------------------------------------------------------------------------------------------- the pool
+def setup_jax() -> None:
+    """The ``rbjax`` command's JAX setup (the persistent compilation cache, one CPU device) when this process
+    has run no JAX computation yet; otherwise only the cache."""
+    import rbjax
+
+    with contextlib.suppress(RuntimeError):  # the backend started already (a user's session): devices stay
+        rbjax.setup(devices=1)
+
+
+@dataclasses.dataclass
+class Shared:
+    """A pool and the slots its samples wait for (a semaphore of the event loop that made it)."""
+
+    pool: object
+    loop: asyncio.AbstractEventLoop | None = None
+    free: asyncio.Semaphore | None = None
+
+    def slots(self) -> asyncio.Semaphore:
+        loop = asyncio.get_running_loop()
+        if self.loop is not loop:  # another eval's loop: every sample of the last one has left
+            self.loop, self.free = loop, asyncio.Semaphore(self.pool.slots)
+        return self.free
+
+
+async def shared_pool(state: TaskState) -> tuple[Shared, object]:
+    """The process's pool for the sample's kind and options (made on first use, in a thread: the engine
+    compiles its programs) and the sample's ``rbjax.lm.Task``."""
+    from rbjax.lm.pool import SessionPool
+    from rbjax.lm.tasks import Task as LmTask
+
+    meta = state.metadata
+    options = dict(meta["pool"])
+    if meta["kind"] == "slice":
+        lm_task = LmTask.from_row(meta["task"], f"sample {state.sample_id}")
+        key = ("slices", os.path.abspath(lm_task.from_states), tuple(sorted(options.items())))
+        make = lambda: SessionPool.for_task(lm_task, **options)  # noqa: E731
+    else:
+        env = dict(meta["env"], stores=meta["stores"])
+        key = ("episodes", tuple(sorted(env.items())), tuple(sorted(options.items())))
+        make = lambda: SessionPool(episode_start(**env), reward="gain", **options)  # noqa: E731
+    async with opening_lock():
+        if key not in POOLS:
+            setup_jax()
+            POOLS[key] = Shared(await asyncio.to_thread(make))
+    shared = POOLS[key]
+    if meta["kind"] == "episode":
+        start = next(iter(shared.pool.starts.values()))
+        lm_task = start.task(meta["store"], start.horizon, "none", 0.0)
+    return shared, lm_task
+
+
+def opening_lock() -> asyncio.Lock:
+    """One lock per event loop (an eval's), so concurrent first samples make one pool."""
+    loop = asyncio.get_running_loop()
+    if loop not in _OPENING:
+        _OPENING.clear()  # an earlier eval's loop is over
+        _OPENING[loop] = asyncio.Lock()
+    return _OPENING[loop]
+
+
+def episode_start(stores: int, days: int, seed: int, grouping: str, supplier_attempts: int, data: str | None):
+    """The ``DayStart`` of ``stores`` fresh stores on their opening day: the stores of ``rbjax agents run
+    --stores N --days D --seed S`` (keys ``split(key(seed), N)``, each store reset as ``AgentEngine`` resets
+    it), their opening ledgers as tool history; no slices folder (the pool knows this start from its
+    construction)."""
+    import jax
+    import numpy as np
+
+    from rbjax.agents.engine.batch import AgentEngine
+    from rbjax.agents.runs import history
+    from rbjax.agents.runs.loop import make_stores
+    from rbjax.env import make_env
+    from rbjax.lm.opening import DayStart
+    from rbjax.runners.snapshots import Snapshot
+
+    env, params = make_env(data, grouping, supplier_attempts, days)
+    keys = jax.random.split(jax.random.key(seed), stores)
+    engine = AgentEngine(env, params, keys)
+    state = jax.tree.map(lambda x: np.asarray(x)[:stores], jax.device_get(engine.state))
+    snapshot = Snapshot(state=state, keys=keys, day=0, params=params)
+    manifest = {
+        "policy": EPISODE,
+        "seed": seed,
+        "grouping": grouping,
+        "supplier_attempts": supplier_attempts,
+        "data": data,
+        "days": days,
+    }
+    folder = f"{EPISODE}:seed={seed}:stores={stores}"
+    ledgers = [t.ledger for t in make_stores(engine, None)]
+    news = len(engine.today(0).news.mode)
+    # no news on show before the first morning: no slot stays (a fresh StoreTools' news_remain=None)
+    past = history.ToolHistory(0, folder, ledgers, [[] for _ in ledgers], np.zeros((stores, news), np.int32))
+    return DayStart(folder, 0, manifest, env, params, snapshot, past)
+
+
+# ---------------------------------------------------------------------------------------------- a sample
+class RetailResult(StoreModel):
+    """What a sample's solver leaves for its scorer: the session's ``info()``, the turns and, for a full
+    episode, its main-table metrics."""
+
+    info: dict = Field(default_factory=dict)
+    metrics: dict | None = None
+
+
+@dataclasses.dataclass
+class Game:
+    """One sample's store: its session, the day rules and the turn counts."""
+
+    session: object
+    rules: Rules
+    prompts: Prompts
+    system: str
+    catalog: str
+    intro: list
+    memory: str
+    turns: int = 0  # today's
+    invalid: int = 0  # invalid turns in a row today
+    ok: bool = False  # a call of this turn succeeded
+    ended: bool = False  # this turn's end_today ended the day
+    model_days: int = 0
+    runner_days: int = 0
+    all_turns: int = 0
+    tool_calls: int = 0
+
+    # ------------------------------------------------------------------ messages
+    def day_messages(self) -> list:
+        """The conversation a day starts with: the system prompt, ``intro`` (a slice's task prompt) and the
+        day's message (``Prompts.react_day`` with the runner's two morning views)."""
+        status, _, shelf = self.session.morning.partition("\n")  # view_funds_and_date's text is one line
+        fields = self.prompts.day_fields(self.session.day + 1, status, shelf, self.catalog)
+        day = self.prompts.react_day.format(**fields)
+        return [ChatMessageSystem(content=self.system), *self.intro, ChatMessageUser(content=day)]
+
+    # ------------------------------------------------------------------ tools
+    async def call(self, name: str, arguments: dict) -> str:
+        """A model's tool call on the store: the tool's text; after this turn's ``end_today``, not run."""
+        if self.ended or self.session.done:
+            return "Not run: end_today ended the day earlier in this reply."
+        self.tool_calls += 1
+        if name == "end_today":
+            text = await self.session.aend_today()
+            self.ended, self.ok = True, True
+            self.model_days += 1
+            return text
+        text = await self.session.acall(name, arguments)
+        self.ok |= bool(self.session.last_ok)
+        return text
+
+    def tools(self) -> list[Tool]:
+        """The 21 tools bound to this store: the benchmark's names, descriptions and schemas, run in the
+        order called, their texts uncut."""
+        described = {f["function"]["name"]: f["function"]["description"] for f in openai_functions()}
+        return [self._tool(spec["name"], described[spec["name"]], spec["parameters"]) for spec in TOOL_SPECS]
+
+    def _tool(self, name: str, description: str, parameters: dict) -> Tool:
+        async def execute(**kwargs: Any) -> str:
+            return await self.call(name, kwargs)
+
+        params = ToolParams.model_validate(described(parameters))
+        return ToolDef(
+            execute, name=name, description=description, parameters=params, parallel=False, max_output=0
+        ).as_tool()
+
+    # ------------------------------------------------------------------ turns
+    async def on_continue(self, state: AgentState) -> bool | str | AgentState:
+        """react's hook after every turn: stop when the episode is over; a new day when the model or the
+        runner ended this one; else the no-call nudge or go on."""
+        self.turns, self.all_turns = self.turns + 1, self.all_turns + 1
+        ended, ok = self.ended, self.ok
+        self.ended = self.ok = False
+        if not ended and not self.session.done:
+            self.invalid = 0 if ok else self.invalid + 1
+            if self.invalid < self.rules.invalid_turns and self.turns < self.rules.max_turns:
+                if state.output.message.tool_calls:
+                    return True
+                return self.prompts.no_call
+            await self.session.aend_today()  # the runner ends the day (agents run's forced end)
+            self.runner_days += 1
+        if self.session.done:
+            return False
+        self.turns = self.invalid = 0
+        if self.memory == "day":
+            return AgentState(messages=self.day_messages())
+        return self.day_messages()[-1].text
+
+    def result(self) -> dict:
+        """The session's ``info()`` and the turns."""
+        return self.session.info() | {
+            "model_ended_days": self.model_days,
+            "runner_ended_days": self.runner_days,
+            "turns": self.all_turns,
+            "tool_calls": self.tool_calls,
+        }
+
+    def metrics(self) -> dict:
+        """A full episode's main-table metrics (``metrics.store_metrics`` of its records) and ``survived``."""
+        from rbjax.agents.runs.loop import stack_records
+        from rbjax.runners import metrics
+
+        horizon = int(self.session.pool.params.horizon)
+        row = metrics.store_metrics(stack_records({0: self.session.records}, horizon)).iloc[0]
+        out = {m: float(row[m]) for m in MAIN_TABLE}
+        out["survived"] = float(self.session.reason == "horizon")
+        return out
+
+
+def described(parameters: dict) -> dict:
+    """A tool's JSON-schema ``parameters`` with a description on every argument (Inspect requires one; the
+    benchmark's schemas leave the obvious ones out): the argument's name in words."""
+    props = {
+        name: {"description": name.replace("_", " "), **schema}
+        for name, schema in parameters["properties"].items()
+    }
+    return {**parameters, "properties": props}
+
+
+@solver
+def retail_agent(
+    max_turns: int = 50,
+    invalid_turns: int = 5,
+    memory: str = "day",
+    prompts: str | None = None,
+    compact_catalog: bool = False,
+) -> Solver:
+    """Inspect's ``react()`` on the sample's store (see the module's docstring): opens the sample's session
+    in the shared pool, plays it, leaves ``RetailResult`` for the scorer and frees the slot. A model error
+    propagates (the sample's error, no score); an Inspect limit ends the decisions and the episode is played
+    to its end without them, then scored."""
+    rules = Rules(max_turns=max_turns, invalid_turns=invalid_turns, protocol="native")
+    if memory not in MEMORIES:
+        raise ValueError(f"memory must be one of {MEMORIES}, got {memory!r}")
+    texts = Prompts.load(prompts)
+
+    async def solve(state: TaskState, generate: Generate) -> TaskState:
+        shared, lm_task = await shared_pool(state)
+        pool = shared.pool
+        async with shared.slots():
+            session = await pool.aopen(lm_task)
+            try:
+                return await play(session, state, generate)
+            finally:
+                pool.close(session)
+
+    async def play(session, state: TaskState, generate: Generate) -> TaskState:
+        pool = session.pool
+        game = Game(
+            session,
+            rules,
+            texts,
+            texts.system("react", float(pool.params.rent), TOOL_NAMES, native=True),
+            catalog_text(pool.env.catalog, texts.catalog_head, compact=compact_catalog),
+            intro(state),
+            memory,
+        )
+        state.messages = game.day_messages()
+        agent = react(prompt=None, tools=game.tools(), submit=False, on_continue=game.on_continue)
+        try:
+            state = await as_solver(agent)(state, generate)
+        except LimitExceededError:
+            await finish(game, state)
+            raise
+        await finish(game, state)
+        return state
+
+    return solve
+
+
+def intro(state: TaskState) -> list:
+    """What a day's conversation starts with after the system prompt: a slice's task prompt (its days, its
+    continuation, how it is scored); nothing for a full episode, whose requests are ``agents run``'s."""
+    if state.metadata.get("kind") != "slice":
+        return []
+    return [m for m in state.messages if isinstance(m, ChatMessageUser)]
+
+
+async def finish(game: Game, state: TaskState) -> None:
+    """Play the rest of the episode with no new decisions, then leave its result in the sample's store and
+    metadata."""
+    await game.session.afinish()
+    result = store_as(RetailResult)
+    result.info = game.result()
+    if state.metadata.get("kind") == "episode":
+        result.metrics = game.metrics()
+    state.metadata["result"] = result.info
+
+
+# ---------------------------------------------------------------------------------------------- scores
+@scorer(metrics=[mean(), stderr()])
+def session_reward():
+    """A slice's score: its session's reward (the pool's kind), the session's ``info()`` as metadata."""
+
+    async def score(state: TaskState, target: Target) -> Score:
+        result = store_as(RetailResult)
+        if not result.info:
+            raise RuntimeError(f"sample {state.sample_id}: its episode left no result (not played?)")
+        return Score(value=result.info["reward"], metadata=result.info)
+
+    return score
+
+
+@scorer(metrics={"*": [mean(), stderr()]})
+def episode_metrics():
+    """A full episode's score: its main-table metrics and ``survived`` (1.0 or 0.0), the session's ``info()``
+    as metadata. A ratio with an empty denominator (no sales) is NaN, as in ``agents run``'s table."""
+
+    async def score(state: TaskState, target: Target) -> Score:
+        result = store_as(RetailResult)
+        if result.metrics is None:
+            raise RuntimeError(f"sample {state.sample_id}: its episode left no metrics (not played?)")
+        return Score(value=dict(result.metrics), metadata=result.info)
+
+    return score
