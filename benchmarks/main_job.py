@@ -54,7 +54,7 @@ import jax, jax.numpy as jnp
 import rbjax
 from rbjax.env import Env
 from rbjax.policies import make
-from rbjax.runners.rollout import place, _standing_in, compiled
+from rbjax.runners.rollout import place, standing_in, compiled
 t = {"imports": time.perf_counter() - clock}
 stores, days, per_call, cache = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
 rbjax.setup(cache=cache)  # as the command: one device per core, the persistent cache
@@ -71,7 +71,7 @@ reset, chunk = compiled(env, policy, "summary", None, None, devices)
 # outputs, the day compiles after it, and the stores open as soon as the reset is compiled
 clock = time.perf_counter()
 opening = reset.start(k_reset, params)
-day = chunk.start(policy_params, params, *_standing_in(opening.out_info, devices), k_run, jnp.int32(0), per_call)
+day = chunk.start(policy_params, params, *standing_in(opening.out_info, devices), k_run, jnp.int32(0), per_call)
 made = time.perf_counter()
 obs, state = opening.result()(k_reset, params)
 run_days = day.result()

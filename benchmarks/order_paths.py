@@ -24,7 +24,6 @@ import numpy as np
 
 import rbjax
 from rbjax import policies
-from rbjax.env import _step_keys
 from rbjax.model import day, orders
 
 OUT = Path(__file__).parent / "out"
@@ -63,7 +62,7 @@ def main(argv=None):
     step_keys = jax.random.split(jax.random.key(1), args.stores)
     dense, lines = jax.jit(jax.vmap(morning))(step_keys, state)
     step = jax.jit(jax.vmap(lambda k, s, a: env.step(k, s, a, params)))  # obs, state, reward, ..., info
-    k_lead = jax.vmap(lambda k: _step_keys(k)[0])(step_keys)  # the key Env.step gives act
+    k_lead = jax.vmap(lambda k: step_keys(k)[0])(step_keys)  # the key Env.step gives act
     act = jax.jit(jax.vmap(lambda s, a, k: day.act(s, a, params, k, env.config)[0]))
 
     same = jax.tree.map(

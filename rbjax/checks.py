@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Callable
 from typing import Any
 
 import jax
 import numpy as np
 
 from rbjax.config import EnvConfig
+from rbjax.counts import is_whole, need_count  # noqa: F401  the checks' names for callers
 from rbjax.params import EnvParams
 
 # The upper bounds keep every store's books finite: in float32 (max 3.4e38) a day's money is at most about
@@ -110,36 +110,6 @@ PARAM_SPEC: dict[str, Spec] = {
 def is_concrete(tree) -> bool:
     """True when no leaf of ``tree`` is a tracer (so its values can be checked on the host)."""
     return not any(isinstance(x, jax.core.Tracer) for x in jax.tree.leaves(tree))
-
-
-def need_count(
-    name: str, value, whole: bool = False, error: Callable[[str], BaseException] = ValueError
-) -> int:
-    """``value`` as an int >= 1 (a count: days, stores, groups, a chunk, a batch); else ``raise error(message)``.
-
-    name: what the message calls it ("days", "EnvConfig.supplier_attempts", "--store-chunk").
-    whole False: any number with ``int(value) >= 1``; message ``NAME must be >= 1, got VALUE``.
-    whole True: also a whole number and not a bool (3 and 3.0 pass; 2.5, True, "3" do not); message
-    ``NAME must be an int >= 1, got repr(VALUE)``.
-    error: the exception made from the message (default ValueError; ``argparse``'s ``parser.error`` raises
-    its own). Returns ``int(value)``.
-    """
-    if whole:
-        if not is_whole(value) or value < 1:
-            raise error(f"{name} must be an int >= 1, got {value!r}")
-    elif int(value) < 1:
-        raise error(f"{name} must be >= 1, got {value}")
-    return int(value)
-
-
-def is_whole(x) -> bool:
-    """A whole number that is not a bool (an int, a numpy integer, or a float or array scalar equal to its int)."""
-    if isinstance(x, (bool, np.bool_)):
-        return False
-    try:
-        return bool(int(x) == x)
-    except (TypeError, ValueError, OverflowError):
-        return False
 
 
 def _fail(name: str, expected: str, x: np.ndarray) -> ValueError:

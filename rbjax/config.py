@@ -9,6 +9,7 @@ import dataclasses
 
 import numpy as np
 
+from rbjax.counts import need_count
 from rbjax.data.catalog import Catalog
 
 GROUPINGS = ("20", "ref19")
@@ -50,8 +51,6 @@ class EnvConfig:
                 f"EnvConfig.num_suppliers must be >= 2 (the diversity rule needs a best and a bad supplier), "
                 f"got {self.num_suppliers}"
             )
-        from rbjax.checks import need_count  # checks imports this module
-
         need_count("EnvConfig.supplier_attempts", self.supplier_attempts)
         if self.lot_slots < 1 or self.history_days < self.review_window:
             raise ValueError("EnvConfig: lot_slots must be >= 1 and history_days >= review_window")

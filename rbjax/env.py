@@ -193,7 +193,7 @@ class Env:
         if params is not self._checked and is_concrete(params):  # outside jit: the values can be checked
             self._checked = self.check_params(params)
         params = opaque(params, key, state)
-        k_lead, k_attr, k_demand, k_reviews = _step_keys(key)
+        k_lead, k_attr, k_demand, k_reviews = step_keys(key)
         new, acted = day.act(state, action, params, k_lead, self.config)
         new, sold = day.sell(new, params, (k_attr, k_demand, k_reviews), self.config)
         new, expired = day.expire(new, params)
@@ -209,7 +209,7 @@ class Env:
 
     def lead_days(self, key: jax.Array, state: EnvState) -> jax.Array:
         """[J, K] int32 the lead times single-line orders get in ``step(key, state, ...)``."""
-        return orders.lead_table(_step_keys(key)[0], state.world).astype(jnp.int32)
+        return orders.lead_table(step_keys(key)[0], state.world).astype(jnp.int32)
 
     # ------------------------------------------------------------------ views
     def observe(self, state: EnvState, params: EnvParams) -> Observation:
@@ -270,7 +270,7 @@ def opaque(params: EnvParams, *inputs) -> EnvParams:
     return jax.lax.optimization_barrier(params)
 
 
-def _step_keys(key: jax.Array) -> jax.Array:
+def step_keys(key: jax.Array) -> jax.Array:
     """The step's keys: lead times, attraction, demand, reviews (``lead_days`` reads the first)."""
     return jax.random.split(key, 4)
 

@@ -17,8 +17,6 @@ from __future__ import annotations
 
 import importlib
 
-from rbjax.agents import old_paths
-
 # name -> (module, attribute): the layer's face
 FACE = {
     # engine
@@ -75,9 +73,6 @@ FACE = {
 }
 LAYERS = ("formats", "engine", "sandbox", "tools", "llm", "runs", "analysis")
 __all__ = sorted(FACE)
-
-
-old_paths.install()
 
 
 def __getattr__(name: str):

@@ -182,8 +182,8 @@ TASK_FLAGS = ("from_states", "at", "stores", "days", "reference", "grouping", "s
 
 def main_tasks(args) -> None:
     """``--tasks FILE``: the tasks' stores run by the model, one ``--from-states`` run per snapshot day and
-    horizon in a folder of --out (``rbjax.agents.runs.tasks_run``); then tasks.csv, one row per task."""
-    from rbjax.agents.runs import tasks_run
+    horizon in a folder of --out (``rbjax.lm.tasks_run``); then tasks.csv, one row per task."""
+    from rbjax.lm import tasks_run
     from rbjax.lm.tasks import read_tasks
 
     given = [f"--{n.replace('_', '-')}" for n in TASK_FLAGS if getattr(args, n) is not None]

@@ -17,7 +17,6 @@ from rbjax.agents.runs import history
 from rbjax.agents.runs.loop import empty_ledger, make_stores
 from rbjax.agents.runs.slices import check_state
 from rbjax.env import Env
-from rbjax.lm.tasks import PROMPT, TAIL_PROMPT, Task, task_id
 from rbjax.params import EnvParams
 from rbjax.runners.snapshots import Snapshot
 
@@ -49,36 +48,6 @@ class DayStart:
     def row(self, store: int):
         """Store ``store``'s state (leaves without the store axis, numpy) and its episode key."""
         return jax.tree.map(lambda x: np.asarray(x)[store], self.snapshot.state), self.snapshot.keys[store]
-
-    def task(self, store: int, days: int, reference: str, reference_gain: float, tail: int = 0) -> Task:
-        """The ``Task`` of store ``store`` for ``days`` decided days and ``tail`` days of continuation, the
-        reference's gain over all of them given."""
-        from rbjax.lm.rewards import scale
-
-        m, env = self.manifest, self.env
-        start_nw = float(np.asarray(self.snapshot.state.net_worth)[store])
-        date = env.catalog.date_of(int(self.params.open_day) + self.day).isoformat()
-        text = PROMPT.format(store=store, date=date, days=days) + (
-            TAIL_PROMPT.format(tail=tail) if tail else ""
-        )
-        return Task(
-            id=task_id(m["policy"], m["seed"], self.day, store, days, tail),
-            from_states=self.folder,
-            day=self.day,
-            store=store,
-            days=days,
-            tail=tail,
-            source_policy=m["policy"],
-            reference=reference,
-            reference_gain=float(reference_gain),
-            start_net_worth=start_nw,
-            scale=scale(reference_gain, float(self.params.rent), days + tail),
-            seed=int(m["seed"]),
-            grouping=str(m["grouping"]),
-            supplier_attempts=int(m["supplier_attempts"]),
-            data=m.get("data"),
-            prompt=[{"role": "user", "content": text}],
-        )
 
 
 def open_day_start(

@@ -121,6 +121,35 @@ def task_id(policy: str, seed: int, day: int, store: int, days: int, tail: int =
     return f"{policy}-s{seed}-d{day:03d}-st{store:04d}-n{days}" + (f"-k{tail}" if tail else "")
 
 
+def task_of(start, store: int, days: int, reference: str, reference_gain: float, tail: int = 0) -> Task:
+    """The ``Task`` of store ``store`` of ``start`` (an ``opening.DayStart``) for ``days`` decided days and
+    ``tail`` days of continuation, the reference's gain over all of them given."""
+    from rbjax.lm.rewards import scale
+
+    m, env = start.manifest, start.env
+    start_nw = float(np.asarray(start.snapshot.state.net_worth)[store])
+    date = env.catalog.date_of(int(start.params.open_day) + start.day).isoformat()
+    text = PROMPT.format(store=store, date=date, days=days) + (TAIL_PROMPT.format(tail=tail) if tail else "")
+    return Task(
+        id=task_id(m["policy"], m["seed"], start.day, store, days, tail),
+        from_states=start.folder,
+        day=start.day,
+        store=store,
+        days=days,
+        tail=tail,
+        source_policy=m["policy"],
+        reference=reference,
+        reference_gain=float(reference_gain),
+        start_net_worth=start_nw,
+        scale=scale(reference_gain, float(start.params.rent), days + tail),
+        seed=int(m["seed"]),
+        grouping=str(m["grouping"]),
+        supplier_attempts=int(m["supplier_attempts"]),
+        data=m.get("data"),
+        prompt=[{"role": "user", "content": text}],
+    )
+
+
 def make_tasks(
     folder: str,
     days: int,
@@ -138,7 +167,7 @@ def make_tasks(
     (``agents.runs.history``), so opening a task never plays a day again. note: called with a line per
     snapshot day. ValueError (one line) for a folder, day, size or tail that does not fit (a continuation
     past the run's horizon is refused, never shortened)."""
-    from rbjax.checks import is_whole
+    from rbjax.counts import is_whole
     from rbjax.lm.opening import open_day_start
     from rbjax.runners.slices_folder import open_slices_folder, read_manifest
 
@@ -157,7 +186,7 @@ def make_tasks(
         check_tail(day, days, int(tail), start.horizon)
         gains = reference_gains(start, days + tail, reference)
         for s in start.open_stores(stores):
-            tasks.append(start.task(s, days, reference, float(gains[s]), int(tail)))
+            tasks.append(task_of(start, s, days, reference, float(gains[s]), int(tail)))
     return tasks
 
 
@@ -174,10 +203,10 @@ def check_tail(day: int, days: int, tail: int, horizon: int) -> None:
 
 def reference_gains(start, days: int, reference: str) -> np.ndarray:
     """[S] the reference policy's net-worth gain over ``days`` days (a task's decided days and its tail) from
-    ``start``'s snapshot stores, played
-    through the tools on an agent engine (``history.warm_up``): the step program a session's store takes, so
-    the reference played through a session gains exactly this. (``rollout``'s scan is another XLA program:
-    a float it keeps may differ from the agent engine's by an ulp, and a decision on it may then differ.)"""
+    ``start``'s snapshot stores, played through the tools on an agent engine (``history.warm_up``): the step
+    program a session's store takes, so the reference played through a session gains exactly this.
+    (``rollout``'s scan is another XLA program: a float it keeps may differ from the agent engine's by an ulp,
+    and a decision on it may then differ.)"""
     from rbjax import policies
     from rbjax.agents.engine.batch import AgentEngine
     from rbjax.agents.runs.history import warm_up

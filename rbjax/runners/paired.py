@@ -132,13 +132,15 @@ def compare(
             policy_params, reference_params, params, obs, state, k_run, jnp.int32(snapshot.day), int(days)
         )
         ref, _ = rollout_from(env, reference, reference_params, params, state, keys, snapshot.day, int(days))
-        parts.append(_rows(take, snapshot, jax.device_get(mine), jax.device_get(ref), np.asarray(gaps)))
+        parts.append(slice_rows(take, snapshot, jax.device_get(mine), jax.device_get(ref), np.asarray(gaps)))
     table = pd.concat(parts, ignore_index=True)
     table.attrs.update(dropped=int((~open_at_start).sum()), days=int(days), start_day=snapshot.day)
     return table
 
 
-def _rows(take, snapshot: Snapshot, mine, ref, gaps) -> pd.DataFrame:
+def slice_rows(take, snapshot: Snapshot, mine, ref, gaps) -> pd.DataFrame:
+    """The per-slice table (``compare``'s columns) of the snapshot stores ``take`` ([S] indices): ``mine`` and
+    ``ref`` their records ([S, days] DayInfo or DaySummary, numpy), gaps [S, days, 3] the decision gaps."""
     alive = np.asarray(mine.alive, bool)
     open_days = np.maximum(alive.sum(1), 1)
     per_day = lambda g: (g * alive).sum(1) / open_days

@@ -451,7 +451,7 @@ def _run_batch(
     lengths = sorted({days_per_call, days % days_per_call or days_per_call})
     if start is None:  # the reset compiles on the compiling thread while the day is traced and lowered
         opening = reset.start(k_reset, env_params)
-        obs, state = _standing_in(opening.out_info, devices)
+        obs, state = standing_in(opening.out_info, devices)
     else:
         state = start
         obs = observer(env, env_axes, devices)(state, env_params)
@@ -483,7 +483,7 @@ def _run_batch(
     return recs, state
 
 
-def _standing_in(out_info, devices: tuple):
+def standing_in(out_info, devices: tuple):
     """The arrays a per-store program will return (``out_info``: their shapes and dtypes), as
     ``jax.ShapeDtypeStruct`` on ``devices`` (split over the stores axis), to compile the next program with."""
     if len(devices) == 1:

@@ -197,12 +197,12 @@ def load(path: str | os.PathLike, env: Env) -> Snapshot:
     raw = need_array(path, "keys", arrays.pop("keys", None), (stores, *width), np.uint32)
     keys = jax.random.wrap_key_data(jnp.asarray(raw), impl=impl)
     n = int(keys.shape[0])
-    state = _unflatten(path, "state", _state_template(env), arrays, n)
+    state = _unflatten(path, "state", state_template(env), arrays, n)
     params = None
     if meta["params"] is not None:
         template = env.default_params()
         if any(k.startswith("params.world.") for k in arrays):
-            template = template.replace(world=_state_template(env).world)
+            template = template.replace(world=state_template(env).world)
         params = _unflatten(path, "params", template, arrays, n, per_store=True)
         if params_fingerprint(params) != meta["params"]:
             raise ValueError(f"{path}: the saved params do not match their fingerprint (a damaged file?)")
@@ -269,7 +269,7 @@ def _unflatten(path: str, prefix: str, template, arrays: dict, stores: int, per_
 
 
 @functools.cache
-def _state_template(env: Env) -> EnvState:
+def state_template(env: Env) -> EnvState:
     """One store's EnvState as ShapeDtypeStructs (traced once per env)."""
     return jax.eval_shape(env.reset, jax.random.key(0), env.default_params())[1]
 
@@ -296,7 +296,7 @@ def _check_state(env: Env, state, stores: int, what: str) -> None:
     """``state``: an EnvState batch of ``stores`` stores for ``env``; ValueError naming the first misfit."""
     if not isinstance(state, EnvState):
         raise ValueError(f"{what} must be an EnvState batch, got {type(state).__name__}")
-    flat, want_leaves = jax.tree_util.tree_flatten_with_path(state)[0], jax.tree.leaves(_state_template(env))
+    flat, want_leaves = jax.tree_util.tree_flatten_with_path(state)[0], jax.tree.leaves(state_template(env))
     if len(flat) != len(want_leaves):
         raise ValueError(f"{what} has {len(flat)} arrays, an EnvState of this env {len(want_leaves)}")
     for (p, x), want in zip(flat, want_leaves):

@@ -1,21 +1,16 @@
-"""The agent layer's house: folders whose imports run one way, a face, small modules, and the old module paths
-of rbjax 0.1.0 still working for one release, with a warning."""
+"""The agent layer's house: folders whose imports run one way, a face, and small modules."""
 
 import ast
-import json
 import subprocess
 import sys
-import warnings
 from pathlib import Path
 
 import pytest
 
 import rbjax.agents as agents
-from rbjax.agents import old_paths
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "rbjax"
-OLD_NAMES = json.loads((ROOT / "tests" / "assets" / "agent_paths_0.1.0.json").read_text())
 
 
 def imports(path: Path) -> set[str]:
@@ -84,20 +79,4 @@ def test_the_face_names_resolve_and_importing_it_loads_no_layer():
         agents.nothing  # noqa: B018
     code = "import sys, rbjax.agents; print(sorted(m for m in sys.modules if m.startswith('rbjax.agents.')))"
     loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert loaded.strip() == "['rbjax.agents.old_paths']", loaded
-
-
-@pytest.mark.parametrize("old", sorted(OLD_NAMES))
-def test_an_old_module_path_still_gives_its_names_with_a_warning(old):
-    names = OLD_NAMES[old]
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        module = __import__(old, fromlist=["_"])
-        got = {name: getattr(module, name) for name in names}
-    moved = [str(w.message) for w in caught if issubclass(w.category, DeprecationWarning)]
-    assert len(moved) >= len(names) and all("moved to" in m for m in moved), moved
-    for name, value in got.items():  # the very object the new path holds
-        new = [
-            t for t in old_paths.MOVED.get(old) or old_paths.FOLDERS[old][0] if name in vars(sys.modules[t])
-        ]
-        assert new and getattr(sys.modules[new[0]], name) is value, (old, name)
+    assert loaded.strip() == "[]", loaded

@@ -273,7 +273,7 @@ def test_the_worker_dies_with_its_parent():
     worker with it, instead of leaving it to spin until its CPU limit."""
     code = MODULES + "view_notes(pid=os.getpid())\nwhile True:\n    pass"
     script = (
-        "from rbjax.agents import sandbox\n"
+        "from rbjax.agents.sandbox import parent as sandbox\n"
         "def answer(name, args):\n"
         "    print(args['pid'], flush=True)\n"
         "    return {'notes': []}\n"

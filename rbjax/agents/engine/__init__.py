@@ -2,9 +2,3 @@
 agent ended it), ``StoreLedger`` (one store's records, ``Today``) and ``DayScheduler`` (who has ended the day).
 
 Imports: ``rbjax`` core only (``env``, ``model``, ``state``, ``params``, ``checks``)."""
-
-from rbjax.agents.old_paths import forward
-
-__getattr__ = forward(
-    "rbjax.agents.engine"
-)  # rbjax 0.1.0's rbjax.agents.engine module: its names, with a warning

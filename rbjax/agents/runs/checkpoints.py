@@ -200,12 +200,12 @@ def load_checkpoint(path: str, engine: AgentEngine, store: int) -> dict | None:
 @functools.cache
 def info_template(env) -> DayInfo:
     """One store-day's ``DayInfo`` as ShapeDtypeStructs (traced once per env)."""
-    from rbjax.runners.snapshots import _state_template
+    from rbjax.runners.snapshots import state_template
     from rbjax.state import Action
 
     params = env.default_params()
     return jax.eval_shape(
-        lambda s: env.step(jax.random.key(0), s, Action.noop(s), params)[-1], _state_template(env)
+        lambda s: env.step(jax.random.key(0), s, Action.noop(s), params)[-1], state_template(env)
     )
 
 

@@ -195,7 +195,7 @@ class AgentSlice:
             )
         ref = summarize(jax.device_get(self.reference_run()))
         take = np.arange(self.engine.B)
-        table = paired._rows(take, self.snapshot, mine, jax.device_get(ref), self.decision_gaps())
+        table = paired.slice_rows(take, self.snapshot, mine, jax.device_get(ref), self.decision_gaps())
         table["store"] = self.store_ids  # the snapshot's stores, as paired.compare names them
         table.attrs.update(dropped=0, days=self.days, start_day=self.day)
         return table

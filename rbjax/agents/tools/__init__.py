@@ -3,9 +3,3 @@
 news texts, schemas (``specs``), traces (``trace``) and the hidden diagnostic fields (``diag_fields``).
 
 Imports: ``rbjax.agents.formats``, ``engine`` (the ledger) and ``sandbox``."""
-
-from rbjax.agents.old_paths import forward
-
-__getattr__ = forward(
-    "rbjax.agents.tools"
-)  # rbjax 0.1.0's rbjax.agents.tools module: its names, with a warning

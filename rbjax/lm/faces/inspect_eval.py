@@ -200,6 +200,7 @@ async def shared_pool(state: TaskState) -> tuple[Shared, object]:
     compiles its programs) and the sample's ``rbjax.lm.Task``."""
     from rbjax.lm.pool import SessionPool
     from rbjax.lm.tasks import Task as LmTask
+    from rbjax.lm.tasks import task_of
 
     meta = state.metadata
     options = dict(meta["pool"])
@@ -218,7 +219,7 @@ async def shared_pool(state: TaskState) -> tuple[Shared, object]:
     shared = POOLS[key]
     if meta["kind"] == "episode":
         start = next(iter(shared.pool.starts.values()))
-        lm_task = start.task(meta["store"], start.horizon, "none", 0.0)
+        lm_task = task_of(start, meta["store"], start.horizon, "none", 0.0)
     return shared, lm_task
 
 
