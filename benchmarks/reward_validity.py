@@ -160,7 +160,6 @@ def run_day(env, snap, day: int, horizons, tails, plays: dict, horizon_days: int
                             gain=nw[s, n + k] - nw[s, 0],
                             truth=truth_final[s],
                             then_oracle=nw[s, -1],
-                            rent_scale=rent * (n + k),
                         )
                     )
         print(f"day {day}: {name} in {time.perf_counter() - t0:.1f} s", flush=True)
@@ -170,11 +169,10 @@ def run_day(env, snap, day: int, horizons, tails, plays: dict, horizon_days: int
         pd.MultiIndex.from_frame(table[["day", "store", "days", "tail"]])
     ).to_numpy()
     table["scale"] = [
-        rewards.scale(r, rs / (n + k), n + k)
-        for r, rs, n, k in zip(table.reference_gain, table.rent_scale, table["days"], table["tail"])
+        rewards.scale(r, rent, n + k) for r, n, k in zip(table.reference_gain, table["days"], table["tail"])
     ]
     table["reward"] = (table.gain - table.reference_gain) / table.scale
-    return table.drop(columns="rent_scale")
+    return table
 
 
 def spearman(a: np.ndarray, b: np.ndarray) -> float:

@@ -8,6 +8,7 @@ import sys
 
 from rbjax.cli.common import command, fail
 from rbjax.cli.lm_serve import add_serve_arguments
+from rbjax.lm.tasks import DEFAULT_TAIL
 
 
 def add(sub) -> None:
@@ -28,7 +29,7 @@ def add(sub) -> None:
         type=int,
         default=None,
         help="days the reference plays on after each task's days, counted in the reward "
-        "(default: 14; 0: the task's days alone; see docs/lm_training.md)",
+        f"(default: {DEFAULT_TAIL}; 0: the task's days alone; see docs/lm_training.md)",
     )
     t.add_argument("--out", dest="tasks_out", required=True, help="the tasks file written (JSON Lines)")
     t.set_defaults(func=tasks)
@@ -66,7 +67,7 @@ def _check_writable(path: str) -> None:
 def tasks(args) -> None:
     """``rbjax lm tasks``: the tasks file of a slices folder."""
     from rbjax import policies
-    from rbjax.lm.tasks import DEFAULT_TAIL, make_tasks, write_tasks
+    from rbjax.lm.tasks import make_tasks, write_tasks
 
     at = _days(args.at)
     _check_writable(args.tasks_out)
@@ -89,7 +90,9 @@ def tasks(args) -> None:
     except ValueError as e:
         message = str(e)
         if message.startswith(f"tail {tail}:"):
-            message = "--" + message + (", and --tail is 14 by default" if args.tail is None else "")
+            message = (
+                "--" + message + (f", and --tail is {DEFAULT_TAIL} by default" if args.tail is None else "")
+            )
         raise fail(message) from None
     write_tasks(made, args.tasks_out)
     gains = [t.reference_gain for t in made]

@@ -342,8 +342,8 @@ def test_arguments_are_checked():
     for kwargs, message in [
         ({}, "either tasks=FILE"),
         ({"tasks": "t.jsonl", "stores": 2}, "either tasks=FILE"),
-        ({"stores": 0}, "stores must be a positive int"),
-        ({"stores": 2, "slots": 0}, "slots must be a positive int"),
+        ({"stores": 0}, "stores must be an int >= 1"),
+        ({"stores": 2, "slots": 0}, "slots must be an int >= 1"),
         ({"stores": 2, "memory": "week"}, "memory must be one of"),
         ({"stores": 2, "code_timeout": 0}, "code_timeout must be > 0"),
         ({"stores": 2, "grouping": "7"}, "grouping"),

@@ -60,6 +60,7 @@ from pydantic import Field
 from rbjax.agents.llm.frameworks import Rules
 from rbjax.agents.llm.prompts import Prompts, catalog_text
 from rbjax.agents.tools.specs import TOOL_NAMES, TOOL_SPECS, openai_functions
+from rbjax.counts import need_count
 from rbjax.runners.metrics import MAIN_TABLE
 
 EPISODE = "episode"  # the source policy named in a full episode's task ids: no slices folder, the opening day
@@ -102,23 +103,18 @@ def retail(
     if (tasks is None) == (stores is None):
         raise ValueError("give either tasks=FILE (slices) or stores=N (full episodes), not both or neither")
     agent = solver or retail_agent(max_turns, invalid_turns, memory, prompts, compact_catalog)
-    check_count("slots", slots)
+    need_count("slots", slots, whole=True)
     if tasks is not None:
         from rbjax.lm.rewards import check_kind
 
         check_kind(reward)
         pool = dict(slots=slots, reward=reward, **options)
         return Task(dataset=slice_dataset(tasks, pool), solver=agent, scorer=session_reward())
-    check_count("stores", stores)
-    check_count("days", days)
+    need_count("stores", stores, whole=True)
+    need_count("days", days, whole=True)
     env = dict(days=days, seed=seed, grouping=grouping, supplier_attempts=supplier_attempts, data=data)
     dataset = episode_dataset(stores, env, dict(slots=slots, **options))
     return Task(dataset=dataset, solver=agent, scorer=episode_metrics())
-
-
-def check_count(name: str, value) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{name} must be a positive int, got {value!r}")
 
 
 def tool_options(code_timeout: float | None, explicit_news: bool) -> dict:
