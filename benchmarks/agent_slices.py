@@ -25,8 +25,9 @@ from rbjax import Env
 from rbjax.agents.llm.client import ScriptedModel
 from rbjax.agents.runs.llm_agents import run_llm_agents
 from rbjax.agents.runs.slices import open_slice
+from rbjax.files import snapshots
 from rbjax.policies import make
-from rbjax.runners import paired, snapshots
+from rbjax.runners import paired
 from rbjax.runners.rollout import rollout
 
 OUT = Path(__file__).parent / "out"

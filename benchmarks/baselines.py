@@ -21,7 +21,7 @@ import pandas as pd
 
 import rbjax
 from rbjax import policies
-from rbjax.runners import metrics, paper
+from rbjax.results import metrics, paper
 
 BASE_STOCK_GRID = rbjax.grid(
     cover_days=[6.0, 10.0, 16.0, 22.0, 30.0],

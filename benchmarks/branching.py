@@ -31,8 +31,10 @@ import pandas as pd
 
 import rbjax
 from rbjax import Env
+from rbjax.files import snapshots
 from rbjax.policies import make
-from rbjax.runners import paired, snapshots, stats
+from rbjax.results import stats
+from rbjax.runners import paired
 from rbjax.runners.rollout import rollout_chunks
 
 matplotlib.use("Agg")

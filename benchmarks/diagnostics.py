@@ -23,7 +23,7 @@ import rbjax
 from rbjax.agents.analysis import diagnostics
 from rbjax.agents.runs.policy import run_policy_agents
 from rbjax.config import EnvConfig
-from rbjax.runners import paper
+from rbjax.results import paper
 
 OUT = Path(__file__).parent / "out"
 POLICIES = ("oracle", "ppo", "base_stock", "s_S")

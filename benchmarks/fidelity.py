@@ -18,8 +18,8 @@ import jax
 
 from rbjax import Env, EnvConfig, load_catalog, rollout
 from rbjax.policies import OracleParams, oracle
-from rbjax.runners import metrics, paper
-from rbjax.runners.plots import plot_net_worth
+from rbjax.results import metrics, paper
+from rbjax.results.plots import plot_net_worth
 
 OUT = os.path.join(os.path.dirname(__file__), "out")
 

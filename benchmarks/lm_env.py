@@ -239,7 +239,7 @@ async def play_server(url: str, task_ids: list[str], n: int, skus, timeout: floa
 
 def start_server(tasks_path: str, slots: int, log_path: str, wait: float = 600.0):
     """``rbjax lm serve`` on a free 127.0.0.1 port (--port 0): (process, url) once /health answers."""
-    from rbjax.lm.server import wait_for
+    from rbjax.lm.http import wait_for
 
     line = ["lm", "serve", "--tasks", tasks_path, "--slots", str(slots), "--port", "0"]
     with open(log_path, "w") as log:
@@ -289,7 +289,7 @@ def measure_server(args, tasks_path: str, task_ids, skus, sizes, api_rates: dict
             row["api_tool_calls_per_s"] = api
             row["overhead_ms_per_call"] = 1e3 * (1 / row["tool_calls_per_s"] - 1 / api)
             rows.append(row)
-        from rbjax.lm.server import Client
+        from rbjax.lm.http import Client
 
         with Client(url, timeout=30) as c:
             health = c.health()

@@ -24,7 +24,8 @@ import json, resource, sys, time
 import jax
 import rbjax
 from rbjax.policies import OracleParams, oracle
-from rbjax.runners import metrics, rollout as R
+from rbjax.results import metrics
+from rbjax.runners import rollout as R
 stores, chunk = int(sys.argv[1]), int(sys.argv[2]) or None
 env = rbjax.Env()
 start = time.perf_counter()

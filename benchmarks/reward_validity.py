@@ -17,7 +17,7 @@ scores below ``null``, the Spearman rank correlation between the policies' rewar
 (averaged over tasks), and the spread of the rewards across policies on one task (median over tasks of max -
 min). A second table sweeps K: the null-beats-reference share and the rank correlation per (N, K).
 
-How it is computed: a task's N + K days are played by ``snapshots.rollout_from`` (one ``lax.scan`` over the
+How it is computed: a task's N + K days are played by ``continuation.rollout_from`` (one ``lax.scan`` over the
 days, every task of a snapshot day in one batch) with a policy that plays the policy under test until the
 morning of D + N and the oracle from then on: one program per policy (the switch day is a traced parameter).
 A session's store runs the same days through the tools on the agent engine, which ``rollout`` matches bit for
@@ -46,9 +46,10 @@ import pandas as pd
 
 from rbjax import policies
 from rbjax.env import make_env
+from rbjax.files import snapshots
+from rbjax.files.slices_folder import open_slices_folder, read_manifest
 from rbjax.lm import rewards
-from rbjax.runners import snapshots
-from rbjax.runners.slices_folder import open_slices_folder, read_manifest
+from rbjax.runners import continuation
 from rbjax.state import Action
 
 REGISTRY = ("null", "random", "base_stock", "s_S", "oracle")
@@ -116,7 +117,7 @@ def switching(policy):
 
 def net_worths(env, snap, play, params, day: int, days: int) -> np.ndarray:
     """[S, days + 1] the net worth of each snapshot store on the mornings day .. day + days (float64)."""
-    rec, _ = snapshots.rollout_from(
+    rec, _ = continuation.rollout_from(
         env,
         play,
         params,

@@ -25,10 +25,10 @@ import numpy as np
 import rbjax
 from rbjax import policies
 from rbjax.policies.oracle import best_supplier
+from rbjax.results import metrics
 from rbjax.rl import actions as A
 from rbjax.rl import ppo
 from rbjax.rl.train import load
-from rbjax.runners import metrics
 from rbjax.state import Privileged
 
 OUT = Path(__file__).parent / "out"

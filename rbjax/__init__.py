@@ -8,10 +8,10 @@ from rbjax import policies
 from rbjax.config import EnvConfig
 from rbjax.data import Catalog, CatalogError, load_catalog
 from rbjax.env import Env
+from rbjax.files.record_files import RecordsWriter
 from rbjax.params import EnvParams, World
 from rbjax.perf import devices
-from rbjax.runners import metrics
-from rbjax.runners.record_files import RecordsWriter
+from rbjax.results import metrics
 from rbjax.runners.rollout import rollout, rollout_chunks
 from rbjax.runners.sweep import SweepResult, grid, sweep
 from rbjax.shipped import PPO_CHECKPOINT

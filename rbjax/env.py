@@ -13,6 +13,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from rbjax.arguments import ArgumentError
 from rbjax.checks import check_params, is_concrete
 from rbjax.config import EnvConfig
 from rbjax.data.catalog import Catalog, load_catalog
@@ -284,19 +285,14 @@ def _masked(x: jax.Array, alive: jax.Array) -> jax.Array:
     return jnp.where(alive, x, 0).astype(jnp.int32)
 
 
-class OptionError(ValueError):
-    """A bad value of one of ``make_env``'s options: ``option`` (its name), ``value`` and what is wrong with it.
-    The CLI shows it as its flag (``--days 0: ...``)."""
+class OptionError(ArgumentError):
+    """A bad value of one of ``make_env``'s options: ``option`` (its name), ``value`` and what is wrong with it
+    (``message``). Worded ``days 0: ...`` (``data: ...``); the CLI shows its flag (``--days 0: ...``)."""
 
     def __init__(self, option: str, value, message: str):
-        super().__init__(f"{option}={value!r}: {message}")
+        shown = f"{{{option}}}" if option == "data" else f"{{{option}}} {value}"
+        super().__init__(f"{shown}: {message}", option)
         self.option, self.value, self.message = option, value, message
-
-    def as_flag(self) -> str:
-        """The message as the CLI words it: ``--days 0: ...`` (``--data: ...``)."""
-        if self.option == "data":
-            return f"--data: {self.message}"
-        return f"--{self.option.replace('_', '-')} {self.value}: {self.message}"
 
 
 def make_env(

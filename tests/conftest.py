@@ -42,7 +42,7 @@ GROUPS = {
     "tests/test_wheel.py": "oracle",
     "tests/policies/test_oracle.py": "oracle",
     "tests/cli/test_cli.py::test_cli_sweep_writes_tables_and_plots": "oracle",
-    "tests/runners/test_metrics.py::test_sweep_rows_map_to_their_points_and_seeds_are_shared": "oracle",
+    "tests/results/test_metrics.py::test_sweep_rows_map_to_their_points_and_seeds_are_shared": "oracle",
     # test_orders' NaN-rank step is test_oracle's step (float ranks); orders and inventory reset on a fixed world
     "tests/model/test_orders.py": "oracle",
     "tests/model/test_inventory.py": "oracle",

@@ -11,10 +11,11 @@ PACKAGE = ROOT / "rbjax"
 LAYERS = (
     ("kernels",),
     ("data", "shipped"),
-    ("counts", "config", "params", "checks", "state"),
+    ("counts", "arguments", "config", "params", "checks", "state"),
     ("model",),
     ("env",),
     ("policies",),
+    ("files", "results"),
     ("runners",),
     ("perf",),
     ("rl", "wrappers"),

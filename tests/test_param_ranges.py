@@ -85,7 +85,8 @@ def test_the_issue_case_is_refused_at_every_entry(env, params):
 def test_broken_books_are_a_flagged_failure_in_the_summaries():
     """A store whose money is not finite (params traced inside jit are not checked) is named as a failure in
     the main table's text and in the slices' summary, never a silent row."""
-    from rbjax.runners import metrics, paired
+    from rbjax.results import metrics
+    from rbjax.runners import paired
 
     table = pd.DataFrame(
         {m: np.arange(4, dtype=np.float64) + 1 for m in metrics.MAIN_TABLE + metrics.DIAGNOSTICS}

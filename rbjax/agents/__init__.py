@@ -55,7 +55,7 @@ FACE = {
     "AgentSlice": ("rbjax.agents.runs.slices", "AgentSlice"),
     "open_from_states": ("rbjax.agents.runs.from_states", "open_from_states"),
     "slice_settings": ("rbjax.agents.runs.from_states", "slice_settings"),
-    "open_slices_folder": ("rbjax.runners.slices_folder", "open_slices_folder"),
+    "open_slices_folder": ("rbjax.files.slices_folder", "open_slices_folder"),
     # run folders
     "prepare_folder": ("rbjax.agents.runs.folder", "prepare_folder"),
     "write_run_json": ("rbjax.agents.runs.folder", "write_run_json"),

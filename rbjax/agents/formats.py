@@ -27,8 +27,9 @@ MAX_RANGE_DAYS = (
 
 
 def error_text(tool: str, exc: BaseException) -> str:
-    """The reference's error text. Argument errors name the tool as the reference's method would be named
-    (``place_order() missing 1 required positional argument: 'supplier_id'``)."""
+    """The reference's error text (a str, the message cut to ``MAX_ERROR`` characters). Argument errors
+    name the tool as the reference's method would be named (``place_order() missing 1 required positional
+    argument: 'supplier_id'``)."""
     kind = "ValueError" if isinstance(exc, ToolError) else type(exc).__name__
     message = re.sub(r"^\w+\.(\w+\(\))", r"\1", str(exc))
     if (
@@ -74,6 +75,7 @@ class Names:
         self._dates: dict[int, str] = {}
 
     def date(self, cal: int) -> str:
+        """The ISO date (``YYYY-MM-DD``) of calendar day ``cal``."""
         cal = int(cal)
         if cal not in self._dates:
             self._dates[cal] = self.catalog.date_of(cal).isoformat()
@@ -84,7 +86,7 @@ class Names:
         return (date - self.catalog.date_of(0)).days
 
     def parse_date(self, value, field: str) -> int:
-        """Calendar day of a ``YYYY-MM-DD`` or ``MM/DD/YY`` string."""
+        """Calendar day of a ``YYYY-MM-DD`` or ``MM/DD/YY`` string; ToolError naming ``field`` otherwise."""
         for fmt in ("%Y-%m-%d", "%m/%d/%y"):
             try:
                 return self.cal_of(dt.datetime.strptime(str(value).strip(), fmt).date())
@@ -93,7 +95,8 @@ class Names:
         raise ToolError(f"Invalid {field} format; use YYYY-MM-DD or MM/DD/YY.")
 
     def date_range(self, start_date, end_date, required: bool = True) -> tuple[int, int] | None:
-        """(first, last) calendar days, inclusive; None when both are absent and not required."""
+        """(first, last) calendar days, inclusive, of two date strings; None when both are absent and not
+        required. ToolError for a missing, unreadable, reversed or too long range."""
         if start_date is None and end_date is None and not required:
             return None
         if start_date is None or end_date is None:
@@ -106,7 +109,8 @@ class Names:
         return first, last
 
     def sku_list(self, sku_ids, allow_empty: bool = False, allow_none: bool = False) -> list[int] | None:
-        """Product indices of ``sku_ids`` in the given order, duplicates dropped (the reference's checks)."""
+        """Product indices of ``sku_ids`` (a list of SKU strings) in the given order, duplicates dropped (the
+        reference's checks; ToolError otherwise). None for ``sku_ids=None`` when ``allow_none``."""
         if sku_ids is None:
             if allow_none:
                 return None
@@ -127,6 +131,7 @@ class Names:
         return out
 
     def supplier(self, supplier_id) -> int:
+        """The supplier index (0..K-1) of ``supplier_id`` (``supplier_1`` ..); ToolError for another value."""
         k = self.supplier_index.get(supplier_id) if isinstance(supplier_id, str) else None
         if k is None:
             raise ToolError(f"Unknown supplier: {supplier_id}")

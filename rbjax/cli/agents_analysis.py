@@ -8,7 +8,7 @@ import os
 
 from rbjax.cli.common import fail
 from rbjax.cli.run import write_survival
-from rbjax.runners.record_files import atomic_file
+from rbjax.files.record_files import atomic_file
 
 
 def diagnose(args) -> None:
@@ -18,12 +18,12 @@ def diagnose(args) -> None:
     from each run's records.npz (a run without one is named and left out)."""
     from rbjax.agents.analysis import diagnostics
     from rbjax.agents.analysis.run_diagnosis import diagnose_folder, load_run_catalog
-    from rbjax.runners import metrics, paper
+    from rbjax.results import metrics, paper
 
     try:
         catalog = load_run_catalog(args.data)
     except ValueError as e:
-        raise fail(str(e)) from None
+        raise fail(e) from None
     for run in args.runs:  # the CSVs go into the run folders: check them before any work
         if not os.path.isdir(run) or not os.access(run, os.W_OK):
             raise fail(f"{run}: not a writable run folder")
@@ -32,7 +32,7 @@ def diagnose(args) -> None:
         try:
             d = diagnose_folder(run, catalog, args.no_runner_calls, args.oracle_convention)
         except ValueError as e:
-            raise fail(str(e)) from None
+            raise fail(e) from None
         found = paper.four_stage_row(d.model, d.framework)
         print(f"{d.label}: {len(d.table)} stores; paper row: {found[0] if found else 'none'}")
         print(diagnostics.format_summary(diagnostics.summarize(d.table, found[1] if found else None)))
@@ -67,7 +67,7 @@ def replay_run(args) -> None:
         settings = read_settings(args.run)
         result = replay.replay(args.run, data=args.data, rerun_code=args.rerun_code, explicit_news=news)
     except ValueError as e:
-        raise fail(str(e)) from None
+        raise fail(e) from None
     for note in result.notes:
         print(f"note: {note}")
     for line in replay.format_mismatches(result.mismatches):
@@ -90,7 +90,7 @@ def rescore_run(args) -> None:
     order-line counters from a replay); rescored CSVs, compared with the run's."""
     from rbjax.agents.analysis import diagnostics, replay, rescore
     from rbjax.agents.runs.folder import read_settings
-    from rbjax.runners import metrics, paper
+    from rbjax.results import metrics, paper
 
     out = args.out or args.run
     if not os.path.isdir(args.run):
@@ -112,7 +112,7 @@ def rescore_run(args) -> None:
             include_runner=False if args.no_runner_calls else None,
         )
     except ValueError as e:
-        raise fail(str(e)) from None
+        raise fail(e) from None
     rebuilt = "not rebuilt (--traces-only)" if args.traces_only else "from a replay of the recorded calls"
     print(f"rescore: {', '.join(rescore.TRACE_COLUMNS)} and the tool rates from the traces alone")
     print(f"rescore: {', '.join(rescore.ENGINE_COLUMNS)}: {rebuilt}")
@@ -141,7 +141,7 @@ def rescore_run(args) -> None:
             if lines:
                 problems.append(f"{name} differs: {lines[0]}")
     except ValueError as e:
-        raise fail(str(e)) from None
+        raise fail(e) from None
     if problems:
         more = f" (and {len(problems) - 1} more above)" if len(problems) > 1 else ""
         raise fail(f"rescore of {args.run}: {problems[0]}{more}")

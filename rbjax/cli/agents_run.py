@@ -21,9 +21,9 @@ import sys
 import time
 
 from rbjax.checks import need_count
-from rbjax.cli.common import fail, make_env, make_policy
+from rbjax.cli.common import fail, make_env, make_policy, said
 from rbjax.cli.run import report, write_survival
-from rbjax.runners.record_files import atomic_file, save_records
+from rbjax.files.record_files import atomic_file, save_records
 
 
 def model_policy(model: str) -> str | None:
@@ -50,7 +50,7 @@ def prepare_out(args) -> None:
     try:
         prepare_folder(args.out, overwrite=args.overwrite)
     except ValueError as e:
-        raise fail(str(e)) from None
+        raise fail(e) from None
 
 
 def main(args) -> None:
@@ -75,7 +75,7 @@ def main(args) -> None:
 
     from rbjax.agents.runs.folder import policy_run_settings, write_run_json
     from rbjax.agents.runs.policy import run_policy_agents
-    from rbjax.runners import metrics
+    from rbjax.results import metrics
 
     env, params = make_env(args)
     prepare_out(args)
@@ -138,7 +138,7 @@ def open_from_states(args):
             **tool_flags(args),
         )
     except ValueError as e:
-        raise fail(str(e)) from None
+        raise fail(e) from None
     vars(args).update({k: v for k, v in settings.items() if k != "from_states"})
     return env, sl, settings
 
@@ -198,17 +198,17 @@ def main_tasks(args) -> None:
     try:
         tasks = read_tasks(args.tasks)
     except ValueError as e:
-        raise fail(f"--tasks {e}") from None
+        raise fail(f"--tasks {said(e)}") from None
     try:
         groups = tasks_run.group_tasks(tasks)
     except ValueError as e:
-        raise fail(f"--tasks {args.tasks}: {e}") from None
+        raise fail(f"--tasks {args.tasks}: {said(e)}") from None
     if args.policy is None:
         llm_settings(args)  # the model's flags, checked before any work
     try:
         tasks_run.prepare_out(args.out, groups, args.overwrite)
     except ValueError as e:
-        raise fail(str(e)) from None
+        raise fail(e) from None
     rows = {}
     for g in groups:
         run = argparse.Namespace(**vars(args))
@@ -229,14 +229,14 @@ def main_tasks(args) -> None:
         try:
             tasks_run.check_opened(g, opened[1])
         except ValueError as e:
-            raise fail(f"--tasks {args.tasks}: {e}") from None
+            raise fail(f"--tasks {args.tasks}: {said(e)}") from None
         rec = (main_policy_slice if args.policy else main_llm)(run, opened)
         if g.tail:
             print(f"{g.name}: {g.reference}'s continuation, {g.tail} days")
         try:
             end = tasks_run.play_tail(g, opened[1])
         except ValueError as e:
-            raise fail(str(e)) from None
+            raise fail(e) from None
         rows |= tasks_run.score(g, opened[1], rec, end)
     path = os.path.join(args.out, tasks_run.TABLE)
     table = tasks_run.write_table(rows, path)
@@ -250,7 +250,8 @@ def slice_summary(args, rec, tools, sl, csv: str) -> None:
     slices.csv, paired.png, the per-store CSV and survival.png in --out)."""
     import numpy as np
 
-    from rbjax.runners import metrics, paired
+    from rbjax.results import metrics
+    from rbjax.runners import paired
 
     table = metrics.store_metrics(rec)
     if tools is not None:
@@ -302,7 +303,7 @@ def llm_settings(args):
     try:
         prompts = Prompts.load(args.prompts)
     except ValueError as e:
-        raise fail(f"--prompts: {e}") from None
+        raise fail(f"--prompts: {said(e)}") from None
     sampling = Sampling() if args.sampling == "paper" else Sampling(None, None, None, None)
     if args.max_tokens is not None:
         sampling.max_tokens = args.max_tokens
@@ -381,7 +382,7 @@ def main_llm(args, opened=None):
             **tool_flags(args),
         )
     except (ValueError, RunPaused) as e:  # a folder that does not fit the run; the endpoint failed
-        raise fail(str(e)) from None
+        raise fail(e) from None
     except KeyboardInterrupt:
         then = "continue with --resume" if sl is None else "a slice run cannot be resumed: run it again"
         print(f"rbjax: interrupted; the days finished so far are kept in {args.out}: {then}", file=sys.stderr)
@@ -406,7 +407,7 @@ def summary(args, rec, tools) -> None:
     model and framework when there is one, and the share of stores alive; the per-store CSV and survival.png."""
     import numpy as np
 
-    from rbjax.runners import metrics, paper
+    from rbjax.results import metrics, paper
 
     table = metrics.store_metrics(rec).join(tools)
     label, reference = paper.reference_row(args.model, args.framework)

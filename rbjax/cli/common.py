@@ -5,9 +5,23 @@ from __future__ import annotations
 import argparse
 
 
-def fail(message: str) -> SystemExit:
-    """A one-line error and exit status 1 (raise the result)."""
-    return SystemExit(f"rbjax: {message}")
+def flag_of(parameter: str) -> str:
+    """The command line's flag for a library parameter: ``from_states`` -> ``--from-states``. The one place
+    where parameters become flags (every flag is its parameter's name with dashes)."""
+    return "--" + parameter.replace("_", "-")
+
+
+def said(error: BaseException) -> str:
+    """An error's message as the command line words it: the parameters an ``ArgumentError`` (a
+    ``rbjax.arguments.Worded``) names, as their flags."""
+    from rbjax.arguments import Worded
+
+    return error.worded(flag_of) if isinstance(error, Worded) else str(error)
+
+
+def fail(message: str | BaseException) -> SystemExit:
+    """A one-line error and exit status 1 (raise the result); an exception is worded by ``said``."""
+    return SystemExit(f"rbjax: {message if isinstance(message, str) else said(message)}")
 
 
 def add_global_options(p: argparse.ArgumentParser, default=argparse.SUPPRESS) -> None:
@@ -75,7 +89,7 @@ def make_env(args):
     try:
         return env_from_options(args.data, args.grouping, args.supplier_attempts, args.days)
     except OptionError as e:
-        raise fail(e.as_flag()) from None
+        raise fail(e) from None
 
 
 def make_policy(args, env):
@@ -92,4 +106,4 @@ def make_policy(args, env):
             args.policy, env, getattr(args, "checkpoint", None), getattr(args, "greedy", False)
         )
     except ValueError as e:
-        raise fail(f"--policy {args.policy}: {e}") from None
+        raise fail(f"--policy {args.policy}: {said(e)}") from None

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import sys
 
-from rbjax.cli.common import command, fail
+from rbjax.cli.common import command, fail, said
 from rbjax.cli.lm_serve import add_serve_arguments
 from rbjax.lm.tasks import DEFAULT_TAIL
 
@@ -88,12 +88,8 @@ def tasks(args) -> None:
             note=note,
         )
     except ValueError as e:
-        message = str(e)
-        if message.startswith(f"tail {tail}:"):
-            message = (
-                "--" + message + (f", and --tail is {DEFAULT_TAIL} by default" if args.tail is None else "")
-            )
-        raise fail(message) from None
+        default = args.tail is None and getattr(e, "arguments", ())[:1] == ("tail",)
+        raise fail(said(e) + (f", and --tail is {DEFAULT_TAIL} by default" if default else "")) from None
     write_tasks(made, args.tasks_out)
     gains = [t.reference_gain for t in made]
     days = sorted({t.day for t in made})

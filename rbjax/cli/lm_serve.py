@@ -1,6 +1,6 @@
 """``rbjax lm serve``: sessions on a tasks file over one batched engine, for trainers and evaluators.
 
-``--face json`` (default) is ``rbjax.lm.server``: a stdlib HTTP server with a small JSON API. ``--face openenv``
+``--face json`` (default) is ``rbjax.lm.http``: a stdlib HTTP server with a small JSON API. ``--face openenv``
 is an OpenEnv app (``rbjax.lm.faces.openenv_env``, run by uvicorn; ``pip install 'rbjax[openenv]'``).
 """
 
@@ -57,7 +57,7 @@ def serve_command(args) -> None:
     idle = check(args)
     if args.face == "openenv":
         return serve_openenv(args, idle)
-    from rbjax.lm.server import serve
+    from rbjax.lm.http.server import serve
 
     def ready(server):
         print(
@@ -71,7 +71,7 @@ def serve_command(args) -> None:
             serve(args.tasks, args.host, args.port, args.slots, idle, ready=ready, reward=args.reward)
         )
     except ValueError as e:  # the tasks file or its slices folder
-        raise fail(str(e)) from None
+        raise fail(e) from None
     except OSError as e:  # the address is taken or not ours
         raise fail(f"cannot listen on {args.host}:{args.port}: {e.strerror or e}") from None
     except KeyboardInterrupt:
@@ -89,7 +89,7 @@ def serve_openenv(args, idle: float | None) -> None:
     try:
         app = make_app(args.tasks, slots=args.slots, idle_timeout=idle, reward=args.reward)
     except ValueError as e:
-        raise fail(str(e)) from None
+        raise fail(e) from None
     config = uvicorn.Config(app, host=args.host, port=args.port, log_level="warning")
     server = uvicorn.Server(config)
 

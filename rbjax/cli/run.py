@@ -8,7 +8,7 @@ import os
 import shutil
 import time
 
-from rbjax.cli.common import fail, make_env, make_policy
+from rbjax.cli.common import fail, make_env, make_policy, said
 
 
 def info(args) -> None:
@@ -17,7 +17,7 @@ def info(args) -> None:
     try:
         print(load_catalog(args.data))
     except (CatalogError, OSError, ValueError) as e:
-        raise fail(f"--data {args.data}: {e}") from None
+        raise fail(f"--data {args.data}: {said(e)}") from None
 
 
 def main(args) -> None:
@@ -28,8 +28,8 @@ def main(args) -> None:
     import numpy as np
     import pandas as pd
 
-    from rbjax.runners import metrics
-    from rbjax.runners.record_files import RecordsWriter
+    from rbjax.files.record_files import RecordsWriter
+    from rbjax.results import metrics
     from rbjax.runners.rollout import rollout_chunks
 
     env, params = make_env(args)
@@ -113,8 +113,8 @@ def clear_outputs(out: str, files: list[str]) -> None:
 def write_survival(path: str, curves: dict, title: str | None = None) -> None:
     """The survival figure (``plots.plot_survival``: share of stores alive by day, one line per entry of
     ``curves``, {label: alive [stores, days]}) as a png at ``path``, written atomically."""
-    from rbjax.runners.plots import plot_survival
-    from rbjax.runners.record_files import atomic_file
+    from rbjax.files.record_files import atomic_file
+    from rbjax.results.plots import plot_survival
 
     fig = plot_survival(curves, title=title)
     with atomic_file(path, "wb") as f:
@@ -130,7 +130,7 @@ def report(args, table, net_worth_paths, alive=None, survival_png: str | None = 
     (default: from the table's survival_days, a stopped store staying stopped); survival_png: the figure's
     file name in --out (default ``{policy}_survival.png``).
     """
-    from rbjax.runners import metrics, paper
+    from rbjax.results import metrics, paper
 
     label, reference = paper.reference_row(f"policy:{args.policy}", "policy")
     print(metrics.format_compare(metrics.compare(table, reference, label=label, days=args.days)))
@@ -138,7 +138,7 @@ def report(args, table, net_worth_paths, alive=None, survival_png: str | None = 
         alive = metrics.alive_by_day(table["survival_days"], net_worth_paths.shape[1] - 1)
     print(metrics.format_survival(alive))
     if args.out:
-        from rbjax.runners.record_files import atomic_file
+        from rbjax.files.record_files import atomic_file
 
         with atomic_file(os.path.join(args.out, f"{args.policy}_stores.csv")) as f:
             table.to_csv(f, index_label="store")
@@ -146,7 +146,7 @@ def report(args, table, net_worth_paths, alive=None, survival_png: str | None = 
             os.path.join(args.out, survival_png or f"{args.policy}_survival.png"), {args.policy: alive}
         )
         if args.policy == "oracle":
-            from rbjax.runners.plots import plot_net_worth
+            from rbjax.results.plots import plot_net_worth
 
             fig = plot_net_worth(net_worth_paths, paper.ORACLE_NET_WORTH)
             with atomic_file(os.path.join(args.out, "oracle_net_worth.png"), "wb") as f:

@@ -2,16 +2,16 @@
 run; ``rbjax run ... --from-states DIR --days N`` continues every store of them for N days beside a reference
 policy (the oracle by default) from the same state with the same keys, and reports the paired differences.
 
-A slices folder holds ``day_{D:03d}.npz`` (``rbjax.runners.snapshots``: every store after D days, with the
-run's params) and ``slices.json`` (the run that made them): ``rbjax.runners.slices_folder`` reads and writes it.
+A slices folder holds ``day_{D:03d}.npz`` (``rbjax.files.snapshots``: every store after D days, with the
+run's params) and ``slices.json`` (the run that made them): ``rbjax.files.slices_folder`` reads and writes it.
 """
 
 from __future__ import annotations
 
 import os
 
-from rbjax.cli.common import fail
-from rbjax.runners.slices_folder import slice_files, snapshot_name, write_manifest
+from rbjax.cli.common import fail, said
+from rbjax.files.slices_folder import slice_files, snapshot_name, write_manifest
 
 
 def check_save_states(args, env) -> None:
@@ -41,7 +41,7 @@ def run_saving_states(args, env, params, policy, policy_params, keys, records: s
     import jax
     import numpy as np
 
-    from rbjax.runners import snapshots
+    from rbjax.files import snapshots
     from rbjax.runners.rollout import rollout
 
     state, day, parts, files = None, 0, [], {}
@@ -93,18 +93,19 @@ def main_from_states(args, env) -> None:
 
     from rbjax import policies
     from rbjax.cli.common import make_policy
-    from rbjax.runners import paired, snapshots
-    from rbjax.runners.record_files import atomic_file
+    from rbjax.files import snapshots
+    from rbjax.files.record_files import atomic_file
+    from rbjax.runners import paired
 
     try:
         files = slice_files(args.from_states, args.at)
     except ValueError as e:
-        raise fail(str(e)) from None
+        raise fail(e) from None
     policy, policy_params = make_policy(args, env)
     try:
         reference, reference_params = policies.make(args.reference, env)
     except ValueError as e:
-        raise fail(f"--reference {args.reference}: {e}") from None
+        raise fail(f"--reference {args.reference}: {said(e)}") from None
     tables = []
     for day, path in files:
         try:
@@ -122,7 +123,7 @@ def main_from_states(args, env) -> None:
                 )
             )
         except ValueError as e:
-            raise fail(str(e)) from None
+            raise fail(e) from None
         print(f"day {day}: {len(tables[-1])} slices ({tables[-1].attrs['dropped']} stores closed before it)")
     table = pd.concat(tables, ignore_index=True)
     summary = paired.summarize(table)

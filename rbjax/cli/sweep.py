@@ -7,7 +7,7 @@ import sys
 
 import numpy as np
 
-from rbjax.cli.common import fail, make_env, make_policy
+from rbjax.cli.common import fail, make_env, make_policy, said
 
 OPTIONS = {  # CLI flag -> (sweep parameter, --help)
     "products_per_category": ("products_per_category", "oracle: candidate products per category (default 2)"),
@@ -36,7 +36,7 @@ def parse_values(text: str, flag: str) -> list:
 
 
 def main(args) -> None:
-    from rbjax.runners import metrics
+    from rbjax.results import metrics
     from rbjax.runners.sweep import grid, sweep
 
     env, params = make_env(args)
@@ -60,7 +60,7 @@ def main(args) -> None:
             progress=True,
         )
     except ValueError as e:
-        raise fail(f"sweep: {e}") from None
+        raise fail(f"sweep: {said(e)}") from None
     result.table.to_csv(os.path.join(args.out, "sweep.csv"), index=False)
     flat = result.summary.copy()
     flat.columns = [f"{m}_{s}" for m, s in flat.columns]
@@ -86,7 +86,7 @@ def main(args) -> None:
 def format_summary(result, objective: str = "final_net_worth") -> str:
     """A text table of ``result.summary`` (a SweepResult's), one row per grid point: the swept values, mean and
     sd over seeds of ``objective``, mean survival days; the point with the best mean marked."""
-    from rbjax.runners.metrics import format_number
+    from rbjax.results.metrics import format_number
 
     s = result.summary
     table = s.index.to_frame(index=False)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from rbjax.cli.common import fail, make_env
+from rbjax.cli.common import fail, make_env, said
 
 
 def main(args) -> None:
@@ -25,13 +25,13 @@ def main(args) -> None:
             supplier_prior=args.supplier_prior,
         )
     except ValueError as e:
-        raise fail(f"train: {e}") from None
+        raise fail(f"train: {said(e)}") from None
     init = None
     if args.init:
         try:
             init, trained = load(args.init, env)
         except (FileNotFoundError, ValueError) as e:
-            raise fail(f"train: --init: {e}") from None
+            raise fail(f"train: --init: {said(e)}") from None
         if trained.hidden != config.hidden:
             raise fail(
                 f"train: --init {args.init} has hidden={trained.hidden}; pass --hidden {trained.hidden}"
@@ -39,7 +39,7 @@ def main(args) -> None:
     try:
         result = train_ppo(env, params, config, seed=args.seed, out=args.out, every=args.progress, init=init)
     except FloatingPointError as e:
-        raise fail(f"train: {e}") from None
+        raise fail(f"train: {said(e)}") from None
     last = result.curve[result.curve.episodes > 0].tail(5)
     survival = last.survival.mean()  # NaN before an episode could reach --days (rl.train.learning_curve)
     survival = (

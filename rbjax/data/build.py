@@ -51,8 +51,8 @@ def _daily_cost_files(sim_dir: Path) -> dict[str, Path]:
     return {p.name.split("_")[0]: p for p in sorted(sim_dir.glob("*/*_daily.json"))}
 
 
-def collect(source: Path) -> tuple[dict[str, np.ndarray], dict]:
-    """Read the raw files and return (arrays, manifest without output checksums)."""
+def _source_files(source: Path) -> dict[str, Path]:
+    """{name: path} of the raw files the build reads; FileNotFoundError naming the first one missing."""
     dyn = source / "data" / "dynamic"
     sim = dyn / "simulate_data" / "15"
     src = {
@@ -67,25 +67,26 @@ def collect(source: Path) -> tuple[dict[str, np.ndarray], dict]:
     for name, path in src.items():
         if not path.is_file():
             raise FileNotFoundError(f"rbjax.data.build: missing source file for {name}: {path}")
+    return src
 
-    demand = _read_json(src["demand"])
-    upcs = list(demand)  # the reference's product order (initial prices, category first appearance)
-    catalogue = {row["UPC"]: row for row in _read_json(src["catalogue"])}
-    cost_files = _daily_cost_files(sim)
+
+def _categories(upcs: list[str], catalogue: dict, cost_files: dict[str, Path]):
+    """(category_of {upc: folder category}, category_names sorted, ref19 [J] upc.json labels)."""
     category_of = {u: cost_files[u].parent.name.replace("_", " ") for u in upcs}
     category_names = sorted(set(category_of.values()))
-    label_of = {u: catalogue[u]["CATEGORY"] for u in upcs}
-    ref19 = [label_of[u] for u in upcs]
+    ref19 = [catalogue[u]["CATEGORY"] for u in upcs]
     assert all(
         l == category_of[u] or (category_of[u] == FABRIC_SOFTENERS and l == REF19_LABEL_OF_FABRIC_SOFTENERS)
         for u, l in zip(upcs, ref19)
     ), "unexpected category labels in upc.json"
+    return category_of, category_names, ref19
 
-    n_days = (DATA_END - DATA_START).days + 1
-    dates = [DATA_START + dt.timedelta(days=i) for i in range(n_days)]
+
+def _base_cost(upcs: list[str], cost_files: dict[str, Path], dates: list[dt.date]):
+    """(base_cost [D, J] float64 for the D ``dates``, cost_start [J] int32: days from DATA_START to each
+    product's first raw date); ValueError if a day of the window has no cost."""
     date_index = {d.isoformat(): i for i, d in enumerate(dates)}
-
-    base_cost = np.full((n_days, len(upcs)), np.nan)
+    base_cost = np.full((len(dates), len(upcs)), np.nan)
     cost_start = np.zeros(len(upcs), np.int32)
     for j, u in enumerate(upcs):
         rows = _read_json(cost_files[u])
@@ -96,14 +97,71 @@ def collect(source: Path) -> tuple[dict[str, np.ndarray], dict]:
                 base_cost[i, j] = r["smoothed_cost_price"]
     if np.isnan(base_cost).any():
         raise ValueError("rbjax.data.build: daily base cost does not cover the data window")
+    return base_cost, cost_start
 
+
+def _traffic(path: Path, n_days: int) -> np.ndarray:
+    """Customers a day over the data window, [D] int32; ValueError if a day is missing."""
     traffic = np.full(n_days, -1, np.int32)
-    for r in _read_json(src["traffic"]):
+    for r in _read_json(path):
         d = dt.datetime.strptime(r["date"], "%m/%d/%y").date()
         if DATA_START <= d <= DATA_END:
             traffic[(d - DATA_START).days] = int(r["custcoun"])  # the reference casts to int
     if (traffic < 0).any():
         raise ValueError("rbjax.data.build: traffic does not cover the data window")
+    return traffic
+
+
+def _manifest(source: Path, src: dict[str, Path], upcs: list[str], cost_files: dict[str, Path], n_days: int):
+    """The manifest (JSON-ready dict) without the output checksums: calendar, orders, units, sources."""
+    return {
+        "name": "hard_v2",
+        "description": "RetailBench store 15 (Dominick's), 96 products in 20 categories, paper config hard_v2",
+        "calendar": {
+            "index_0": DATA_START.isoformat(),
+            "last": DATA_END.isoformat(),
+            "days": n_days,
+            "week_origin": WEEK_ORIGIN.isoformat(),
+            "week_index": "floor((date - week_origin) / 7 days)",
+        },
+        "product_order": "key order of simulate_data/15/sku_model_parameter.json",
+        "category_order": "alphabetical; 'category' uses the data folders (20 groups, Fabric Softeners its own), "
+        "'category_ref19' the reference's upc.json labels (19 groups)",
+        "units": {
+            "price_*": "USD per unit",
+            "base_cost": "USD per unit (smoothed cost price)",
+            "traffic": "customers per day",
+            "shelf_life": "days",
+            "review_poly": "gain per rating, highest power first",
+            "review_power": "X_c = effect_power/100",
+            "cost_series_start": "days from index_0 to the first date of the raw cost series",
+        },
+        "sources": {
+            name: {"path": str(path.relative_to(source)), "sha256": _sha256(path)}
+            for name, path in src.items()
+        },
+        "source_cost_files": hashlib.sha256(
+            "".join(_sha256(cost_files[u]) for u in upcs).encode()
+        ).hexdigest(),
+    }
+
+
+def collect(source: Path) -> tuple[dict[str, np.ndarray], dict]:
+    """Read the raw files and return (arrays, manifest without output checksums).
+
+    arrays: {name: numpy array} as ``rbjax.data.catalog.FIELDS`` lists them (J products [J], C categories
+    [C], D days [D]); manifest: a JSON-ready dict."""
+    src = _source_files(source)
+    demand = _read_json(src["demand"])
+    upcs = list(demand)  # the reference's product order (initial prices, category first appearance)
+    catalogue = {row["UPC"]: row for row in _read_json(src["catalogue"])}
+    cost_files = _daily_cost_files(source / "data" / "dynamic" / "simulate_data" / "15")
+    category_of, category_names, ref19 = _categories(upcs, catalogue, cost_files)
+
+    n_days = (DATA_END - DATA_START).days + 1
+    dates = [DATA_START + dt.timedelta(days=i) for i in range(n_days)]
+    base_cost, cost_start = _base_cost(upcs, cost_files, dates)
+    traffic = _traffic(src["traffic"], n_days)
 
     gain = _read_json(src["review_gain"])
     begin = _read_json(src["review_begin"])
@@ -142,37 +200,7 @@ def collect(source: Path) -> tuple[dict[str, np.ndarray], dict]:
         "base_cost": base_cost,
         "week_index": np.array([(d - WEEK_ORIGIN).days // 7 for d in dates], np.int16),
     }
-    manifest = {
-        "name": "hard_v2",
-        "description": "RetailBench store 15 (Dominick's), 96 products in 20 categories, paper config hard_v2",
-        "calendar": {
-            "index_0": DATA_START.isoformat(),
-            "last": DATA_END.isoformat(),
-            "days": n_days,
-            "week_origin": WEEK_ORIGIN.isoformat(),
-            "week_index": "floor((date - week_origin) / 7 days)",
-        },
-        "product_order": "key order of simulate_data/15/sku_model_parameter.json",
-        "category_order": "alphabetical; 'category' uses the data folders (20 groups, Fabric Softeners its own), "
-        "'category_ref19' the reference's upc.json labels (19 groups)",
-        "units": {
-            "price_*": "USD per unit",
-            "base_cost": "USD per unit (smoothed cost price)",
-            "traffic": "customers per day",
-            "shelf_life": "days",
-            "review_poly": "gain per rating, highest power first",
-            "review_power": "X_c = effect_power/100",
-            "cost_series_start": "days from index_0 to the first date of the raw cost series",
-        },
-        "sources": {
-            name: {"path": str(path.relative_to(source)), "sha256": _sha256(path)}
-            for name, path in src.items()
-        },
-        "source_cost_files": hashlib.sha256(
-            "".join(_sha256(cost_files[u]) for u in upcs).encode()
-        ).hexdigest(),
-    }
-    return arrays, manifest
+    return arrays, _manifest(source, src, upcs, cost_files, n_days)
 
 
 def write_npz(path: Path, arrays: dict[str, np.ndarray]) -> None:
@@ -188,6 +216,8 @@ def write_npz(path: Path, arrays: dict[str, np.ndarray]) -> None:
 
 
 def build(source: Path, out: Path) -> Path:
+    """Write ``catalog.npz`` and ``manifest.json`` (with the output checksums) into ``out``; returns
+    ``out``."""
     arrays, manifest = collect(Path(source))
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -205,6 +235,7 @@ def build(source: Path, out: Path) -> Path:
 
 
 def main(argv=None) -> None:
+    """The command line: ``--source`` raw folder, ``--out`` output folder."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--source", default="../shared/retailbench", help="RetailBench processed data folder")
     ap.add_argument("--out", default="data/hard_v2", help="output folder")

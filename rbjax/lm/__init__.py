@@ -21,7 +21,7 @@ FACE = {
     "SessionPool": ("rbjax.lm.pool", "SessionPool"),
     "Session": ("rbjax.lm.session", "Session"),
     "SessionError": ("rbjax.lm.session", "SessionError"),
-    "open_day_start": ("rbjax.lm.opening", "open_day_start"),
+    "open_day_start": ("rbjax.agents.runs.day_start", "open_day_start"),
     "REWARDS": ("rbjax.lm.rewards", "KINDS"),
 }
 

@@ -24,73 +24,21 @@ import itertools
 import time
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 from rbjax import policies
 from rbjax.agents.engine.batch import AgentEngine
 from rbjax.agents.engine.scheduler import DayScheduler
-from rbjax.agents.formats import Names
-from rbjax.agents.runs.loop import empty_ledger
+from rbjax.agents.runs.day_start import DayStart, open_day_start, seat
+from rbjax.agents.runs.loop import names_of
 from rbjax.agents.runs.policy import PolicyDriver
-from rbjax.agents.tools.store import StoreTools
-from rbjax.lm.opening import DayStart, open_day_start
 from rbjax.lm.rewards import check_kind
 from rbjax.lm.session import Session, SessionError
 from rbjax.lm.tasks import Task
-from rbjax.runners.snapshots import params_fingerprint
-
-
-class PoolEngine(AgentEngine):
-    """An ``AgentEngine`` whose slots take stores from anywhere: ``load(slot, state, key)``."""
-
-    def load(self, slot: int, state, key: jax.Array) -> None:
-        """Slot ``slot`` becomes the store of ``state`` (EnvState leaves without the store axis) and episode key
-        ``key`` (its day ``d`` uses ``fold_in(split(key)[1], d)``, as in ``rollout``): its state, observation,
-        today's lead draws and host view. The other slots are untouched."""
-        k_run = jax.random.split(key)[1]
-        self.obs, self.state, self.k_run, lead = _load_program(self.env)(
-            self.obs, self.state, self.k_run, jnp.int32(slot), state, k_run, self.params
-        )
-        self.lead = np.array(self.lead)
-        self.lead[slot] = np.asarray(lead)
-        self.seeds[slot] = int(np.asarray(jax.random.key_data(k_run))[-1])
-        self.version += 1
-        self._pull_row(slot)
-
-    def _pull_row(self, slot: int) -> None:
-        """Refresh the host view of one slot (``_pull`` refreshes all)."""
-        row = jax.device_get(jax.tree.map(lambda x: x[slot], self._host_tree()))
-        self.host = jax.tree.map(_writable, self.host)
-        jax.tree.map(lambda h, r: h.__setitem__(slot, r), self.host, row)
-
-
-def _writable(x):
-    x = np.asarray(x)
-    return x if x.flags.writeable else x.copy()
-
-
-def _load_program(env):
-    from rbjax.kernels.rng import day_keys
-    from rbjax.runners import programs
-
-    def build():
-        def load(obs, state, k_run, slot, new_state, new_key, params):
-            new_obs = env.observe(new_state, params)
-            lead = env.lead_days(day_keys(new_key, new_state.day)[1], new_state)
-            put = lambda b, n: jax.lax.dynamic_update_index_in_dim(b, jnp.asarray(n, b.dtype), slot, 0)  # noqa: E731
-            k_run = jax.random.wrap_key_data(
-                put(jax.random.key_data(k_run), jax.random.key_data(new_key)), impl=jax.random.key_impl(k_run)
-            )
-            return jax.tree.map(put, obs, new_obs), jax.tree.map(put, state, new_state), k_run, lead
-
-        return jax.jit(load, donate_argnums=(0, 1))
-
-    return programs.cached("lm.load_slot", build, env)
 
 
 class SessionPool:
-    """``slots`` store slots over one ``PoolEngine`` for tasks of one env and params (their slices folders'
+    """``slots`` store slots over one ``AgentEngine`` for tasks of one env and params (their slices folders'
     run). reward: the kind of reward sessions report (``rewards.KINDS``). idle_timeout: seconds after which
     ``reap`` closes a session that made no call (None: never). tool_options: as ``StoreTools`` (code limits,
     explicit news). ``sessions``: {id: Session} of the open sessions."""
@@ -110,11 +58,10 @@ class SessionPool:
         need_count("slots", slots)
         self.reward_kind = check_kind(reward)
         self.env, self.params = start.env, start.params
-        self.fingerprint = _env_id(start)
+        self.fingerprint = start.run_id
         keys = jax.random.split(jax.random.key(0), int(slots))
-        self.engine = PoolEngine(self.env, self.params, keys, max_lines)
+        self.engine = AgentEngine(self.env, self.params, keys, max_lines)
         self.slots = int(slots)
-        self.names = Names(self.env.catalog, self.env.config.num_suppliers)
         self.idle_timeout, self.tool_options = idle_timeout, tool_options
         self.starts: dict[tuple[str, int], DayStart] = {(start.folder, start.day): start}
         self.free = list(range(self.slots))[::-1]
@@ -123,6 +70,11 @@ class SessionPool:
         self.drivers: dict[str, PolicyDriver] = {}  # the tasks' reference policies, for their continuations
         self._ids = itertools.count()
         self.opened = self.closed = 0
+
+    @property
+    def names(self):
+        """The product, supplier and date names of the pool's catalogue (``Names``, shared by its stores)."""
+        return names_of(self.env)
 
     @classmethod
     def for_task(cls, task: Task, slots: int = 64, **options) -> SessionPool:
@@ -137,7 +89,7 @@ class SessionPool:
         start = self.starts.get(key)
         if start is None or start.history.num_stores <= task.store:
             start = open_day_start(task.from_states, task.day, stores=task.store + 1)
-            if _env_id(start) != self.fingerprint:
+            if start.run_id != self.fingerprint:
                 raise ValueError(
                     f"task {task.id}: its run ({task.from_states}) has another env or params than this pool's"
                 )
@@ -161,22 +113,7 @@ class SessionPool:
         if task.store >= start.snapshot.num_stores or np.asarray(start.snapshot.state.done)[task.store]:
             raise ValueError(f"task {task.id}: store {task.store} is not an open store of day {task.day}")
         slot = self.free.pop()
-        state, key = start.row(task.store)
-        self.engine.load(slot, state, key)
-        tools = StoreTools(
-            slot,
-            self.names,
-            empty_ledger(self.env, self.params),
-            self.engine.seeds[slot],
-            self.engine.pay,
-            float(self.params.rent),
-            int(self.params.capacity),
-            None,
-            self.engine.max_lines,
-            self.engine.news_seed(slot),
-            **self.tool_options,
-        )
-        start.history.give(task.store, tools)
+        (tools,) = seat(self.engine, [slot], start.snapshot, [task.store], start.history, **self.tool_options)
         sid = session_id or f"s{next(self._ids)}"
         if sid in self.sessions:
             self.free.append(slot)
@@ -258,12 +195,7 @@ class SessionPool:
         return self.reference_driver(name).action(slot)
 
     def close_all(self) -> None:
+        """Close every open session and stop the scheduler's worker thread."""
         for sid in list(self.sessions):
             self.close(sid)
         self.scheduler.close()
-
-
-def _env_id(start: DayStart) -> tuple:
-    """What tasks sharing a pool must share: the catalogue, the config and the params."""
-    m = start.manifest
-    return (m.get("data"), m["grouping"], m["supplier_attempts"], params_fingerprint(start.params))

@@ -25,13 +25,15 @@ def scale(reference_gain: float, rent: float, days: int) -> float:
 
 
 def check_kind(kind: str) -> str:
+    """``kind`` itself when it is one of ``KINDS``; ValueError otherwise."""
     if kind not in KINDS:
         raise ValueError(f"reward must be one of {', '.join(KINDS)}, got {kind!r}")
     return kind
 
 
 def reward(kind: str, gain: float, reference_gain: float, task_scale: float) -> float:
-    """The reward of a finished episode with net-worth gain ``gain`` (see the module docstring)."""
+    """The reward (a float) of a finished episode with net-worth gain ``gain`` against the reference's
+    ``reference_gain`` (see the module docstring); ``task_scale``: ``scale``'s divisor."""
     if kind == "gain":
         return float(gain)
     if kind == "beat":

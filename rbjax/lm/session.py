@@ -19,7 +19,7 @@ from __future__ import annotations
 import time
 
 from rbjax.agents.runs.history import play_policy_day
-from rbjax.agents.runs.loop import open_day
+from rbjax.agents.runs.loop import begin_day, end_day, open_day
 from rbjax.lm import rewards
 
 
@@ -52,6 +52,7 @@ class Session:
 
     # ------------------------------------------------------------------ calls
     def check_open(self) -> None:
+        """SessionError when the session is closed or its model's part is over."""
         if self.closed:
             raise SessionError(f"session {self.id!r} is closed")
         if self.done or not self.deciding:
@@ -116,7 +117,9 @@ class Session:
 
     # ------------------------------------------------------------------ days
     def _begin(self) -> str:
-        self.tools.begin_day(self.pool.engine.today(self.slot))
+        """Begin the next decided day as the runner begins it (``loop.begin_day``, ``loop.open_day``); returns
+        the morning views' texts."""
+        begin_day(self.tools, self.pool.engine)
         return "\n".join(open_day(self.tools))
 
     @property
@@ -128,10 +131,8 @@ class Session:
         """Record the stepped day (``AgentEngine.step``'s (DayInfo, DayDetail) rows of this store) and begin the
         next decided day unless the model's part is over; returns end_today's text (and the next morning's
         views)."""
-        info, detail = stepped
-        self.records.append((self.day, info))
+        text = end_day(self.tools, self.pool.engine, self.day, stepped, self.records).text
         after = self.pool.engine.today(self.slot)
-        text = self.tools.finish_day(info, detail, after).text
         (self.daily if self.deciding else self.tail_daily).append(float(after.net_worth) - self.net_worth)
         self.net_worth, self.day = float(after.net_worth), after.day
         if self.deciding:
@@ -154,7 +155,7 @@ class Session:
         """Today's day action of the task's reference policy, made through this store's tools as the
         reference's gain was made (``history.play_policy_day``)."""
         action = self.pool.reference_action(self.task.reference, self.slot)
-        play_policy_day(self.tools, self.pool.engine.today(self.slot), action)
+        play_policy_day(self.tools, self.pool.engine, action)
         return self.tools.day_action()
 
     async def aplay_tail(self) -> None:

@@ -20,6 +20,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from rbjax.arguments import ArgumentError
+
 PROMPT = (
     "You manage store {store} of a supermarket chain from {date} for {days} day(s). Each day, look at the "
     "store with the tools, set prices, choose the shelf and order from suppliers, then call end_today. "
@@ -58,6 +60,7 @@ class Task:
     prompt: list
 
     def to_row(self) -> dict:
+        """The task as a JSON-able row (one line of a tasks file; ``from_row`` reads it back)."""
         return dataclasses.asdict(self)
 
     @classmethod
@@ -122,7 +125,7 @@ def task_id(policy: str, seed: int, day: int, store: int, days: int, tail: int =
 
 
 def task_of(start, store: int, days: int, reference: str, reference_gain: float, tail: int = 0) -> Task:
-    """The ``Task`` of store ``store`` of ``start`` (an ``opening.DayStart``) for ``days`` decided days and
+    """The ``Task`` of store ``store`` of ``start`` (a ``day_start.DayStart``) for ``days`` decided days and
     ``tail`` days of continuation, the reference's gain over all of them given."""
     from rbjax.lm.rewards import scale
 
@@ -167,16 +170,16 @@ def make_tasks(
     (``agents.runs.history``), so opening a task never plays a day again. note: called with a line per
     snapshot day. ValueError (one line) for a folder, day, size or tail that does not fit (a continuation
     past the run's horizon is refused, never shortened)."""
+    from rbjax.agents.runs.day_start import open_day_start
     from rbjax.counts import is_whole
-    from rbjax.lm.opening import open_day_start
-    from rbjax.runners.slices_folder import open_slices_folder, read_manifest
+    from rbjax.files.slices_folder import open_slices_folder, read_manifest
 
     manifest = read_manifest(folder)
     days_in = sorted(int(d) for d in manifest.get("files", {})) if at is None else list(at)
     if not days_in:
-        raise ValueError(f"--from-states {folder}: the folder holds no snapshot")
+        raise ArgumentError(f"{{from_states}} {folder}: the folder holds no snapshot", "from_states")
     if not is_whole(tail) or tail < 0:
-        raise ValueError(f"tail must be an int >= 0, got {tail!r}")
+        raise ArgumentError(f"{{tail}} must be an int >= 0, got {tail!r}", "tail")
     for day in days_in:
         open_slices_folder(folder, day)  # checks the day exists, one-line errors
         check_tail(day, days, int(tail), int(manifest.get("days", 180)))
@@ -195,9 +198,10 @@ def check_tail(day: int, days: int, tail: int, horizon: int) -> None:
     of ``tail`` days from the morning of ``day`` pass it (decided days that do not fit are refused where the
     day is opened)."""
     if day + days <= horizon < day + days + tail:
-        raise ValueError(
-            f"tail {tail}: day {day} + {days} decided days + {tail} days of continuation passes the run's "
-            f"horizon {horizon} (at most {max(horizon - day - days, 0)} days of continuation fit)"
+        raise ArgumentError(
+            f"{{tail}} {tail}: day {day} + {days} decided days + {tail} days of continuation passes the run's "
+            f"horizon {horizon} (at most {max(horizon - day - days, 0)} days of continuation fit)",
+            "tail",
         )
 
 
@@ -209,23 +213,23 @@ def reference_gains(start, days: int, reference: str) -> np.ndarray:
     and a decision on it may then differ.)"""
     from rbjax import policies
     from rbjax.agents.engine.batch import AgentEngine
+    from rbjax.agents.runs.day_start import seat
     from rbjax.agents.runs.history import warm_up
-    from rbjax.agents.runs.loop import make_stores
-    from rbjax.agents.runs.slices import adopt
 
     snap, env = start.snapshot, start.env
     policy, policy_params = policies.make(reference, env)
     engine = AgentEngine(env, start.params, snap.keys)
-    adopt(engine, snap)
+    every = range(snap.num_stores)
+    stores = seat(engine, every, snap, every)
     before = np.asarray(engine.host["net_worth"], np.float64)[: snap.num_stores]
-    warm_up(engine, make_stores(engine, None), policy, policy_params, snap.day + days)
+    warm_up(engine, stores, policy, policy_params, snap.day + days)
     after = np.asarray(engine.host["net_worth"], np.float64)[: snap.num_stores]
     return after - before
 
 
 def write_tasks(tasks: Sequence[Task], path: str) -> None:
     """``tasks`` as JSON Lines in ``path`` (one task a line; written atomically)."""
-    from rbjax.runners.record_files import atomic_file
+    from rbjax.files.record_files import atomic_file
 
     with atomic_file(path) as f:
         for t in tasks:

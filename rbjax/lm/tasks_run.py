@@ -27,6 +27,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from rbjax.arguments import ArgumentError
 from rbjax.lm import rewards
 from rbjax.lm.tasks import Task
 
@@ -68,13 +69,16 @@ class TaskGroup:
 
     @property
     def stores(self) -> list[int]:
+        """The snapshot's stores the run takes over: the tasks' stores, sorted, each once."""
         return sorted({t.store for t in self.tasks})
 
     def shared(self, field: str):
+        """The value of ``field`` (one of ``SHARED``) that every task of the run holds."""
         return getattr(self.tasks[0], field)
 
     @property
     def reference(self) -> str:
+        """The name of the reference policy the run's tasks are compared with."""
         return self.shared("reference")
 
 
@@ -126,23 +130,29 @@ def prepare_out(out: str, groups: Sequence[TaskGroup], overwrite: bool = False) 
     table = os.path.join(out, TABLE)
     if not overwrite:
         if os.path.exists(table):
-            raise ValueError(f"{out} holds a tasks run already ({TABLE}): replace it with --overwrite")
+            raise ArgumentError(
+                f"{out} holds a tasks run already ({TABLE}): replace it with {{overwrite}}",
+                "out",
+                "overwrite",
+            )
         for g in groups:
             sub = os.path.join(out, g.name)
             if run_files(sub):
-                raise ValueError(
-                    f"{sub} holds a run already: replace it with --overwrite, or choose another --out"
+                raise ArgumentError(
+                    f"{sub} holds a run already: replace it with {{overwrite}}, or choose another {{out}}",
+                    "out",
+                    "overwrite",
                 )
     try:
         os.makedirs(out, exist_ok=True)
         if not os.access(out, os.W_OK | os.X_OK) or os.path.isdir(table):
-            raise ValueError(f"--out {out}: cannot write {TABLE} there")
+            raise ArgumentError(f"{{out}} {out}: cannot write {TABLE} there", "out")
         if os.path.exists(table):
             os.remove(table)
         for g in groups:
             prepare_folder(os.path.join(out, g.name), overwrite=overwrite)
     except OSError as e:
-        raise ValueError(f"--out {out}: cannot write there ({e.strerror or e})") from None
+        raise ArgumentError(f"{{out}} {out}: cannot write there ({e.strerror or e})", "out") from None
 
 
 def check_opened(group: TaskGroup, sl) -> None:
@@ -220,7 +230,7 @@ def score(group: TaskGroup, sl, records, end_net_worth: np.ndarray | None = None
 def write_table(rows: dict[int, dict], path: str) -> pd.DataFrame:
     """The tasks' rows (``score``'s, of every run) as a CSV in the tasks file's order, written atomically;
     returns the table."""
-    from rbjax.runners.record_files import atomic_file
+    from rbjax.files.record_files import atomic_file
 
     table = pd.DataFrame([rows[k] for k in sorted(rows)], columns=list(COLUMNS))
     with atomic_file(path) as f:

@@ -210,132 +210,153 @@ class Parts:
     reset: Callable
 
 
+def _batch_forward(net: ActorCritic) -> Callable:
+    """``forward`` over B stores: (params, products [B, J, F], glob [B, G], prior [B, J, K]) -> (Heads [B],
+    values [B, J])."""
+    return jax.vmap(functools.partial(forward, net), in_axes=(None, 0, 0, 0))
+
+
+def _observe(runner: Runner, config: PPOConfig, num_features: int):
+    """The B stores' rows as the policy sees them, the running statistics updated with today's.
+
+    Returns (products RunningStats, globals RunningStats, products [B, J, F], glob [B, G] normalised, prior
+    [B, J, K], bad [] int32: the non-finite inputs zeroed)."""
+    raw_products, raw_glob = jax.vmap(encode)(runner.obs)
+    bad = jnp.sum(~jnp.isfinite(raw_products)) + jnp.sum(~jnp.isfinite(raw_glob))
+    # a non-finite number would poison the running statistics for good: zero it, and count it
+    raw_products, raw_glob = (
+        jnp.nan_to_num(x, nan=0.0, posinf=0.0, neginf=0.0) for x in (raw_products, raw_glob)
+    )
+    obs_p = runner.obs_products.update(raw_products.reshape(-1, num_features))
+    obs_g = runner.obs_globals.update(raw_glob)
+    products, glob = obs_p.normalize(raw_products), obs_g.normalize(raw_glob)
+    prior = config.supplier_prior * jax.vmap(A.supplier_score)(runner.obs)
+    return obs_p, obs_g, products, glob, prior, bad
+
+
+def _env_step(env: Env, config: PPOConfig, net: ActorCritic, runner: Runner, pool, env_params):
+    """One day of the B stores: encode and normalise, act, step, split the reward over products.
+
+    pool: (Observation [B], EnvState [B]), where an ended store restarts. Returns (runner, (Transition [B],
+    stats)): stats ended, survived, final_net_worth, reward, invalid [B] and nonfinite [] (the non-finite
+    inputs zeroed today).
+    """
+    B = config.num_envs
+    F, _ = feature_sizes(env.config.num_suppliers)
+    step = jax.vmap(env.step, in_axes=(0, 0, 0, None))
+    key, k_act, k_env = jax.random.split(runner.key, 3)
+    obs_p, obs_g, products, glob, prior, bad_obs = _observe(runner, config, F)
+    heads, value = _batch_forward(net)(runner.train.params, products, glob, prior)
+    choice = jax.vmap(A.sample)(jax.random.split(k_act, B), heads)
+    logp = jax.vmap(A.log_prob)(heads, choice)
+    action = jax.vmap(A.decode)(choice, runner.obs)
+    obs, state, reward, term, trunc, info = step(jax.random.split(k_env, B), runner.state, action, env_params)
+    done = term | trunc
+    shares = jax.vmap(product_rewards, in_axes=(0, 0, 0, 0, None))(
+        runner.state, state, action, info, env_params
+    )
+    bad = bad_obs + jnp.sum(~jnp.isfinite(shares)) + jnp.sum(~jnp.isfinite(action.price))
+    shares = jnp.nan_to_num(shares, nan=0.0, posinf=0.0, neginf=0.0)
+    ret_acc = runner.ret_acc * config.gamma + shares
+    returns = runner.returns.update(ret_acc.reshape(-1, 1))
+    scaled = shares / jnp.sqrt(returns.var[0] + 1e-8)
+    pick = lambda new, fresh: jax.tree.map(
+        lambda n, f: jnp.where(done.reshape(done.shape + (1,) * (n.ndim - 1)), f, n), new, fresh
+    )
+    stats = dict(
+        ended=done,
+        survived=trunc,
+        final_net_worth=info.net_worth,
+        reward=reward,
+        nonfinite=bad,
+        invalid=info.invalid_orders + info.refused_orders + info.invalid_prices + info.shelf_refused,
+    )
+    runner = runner.replace(
+        obs=pick(obs, pool[0]),
+        state=pick(state, pool[1]),
+        ret_acc=jnp.where(done[:, None], 0.0, ret_acc),
+        returns=returns,
+        obs_products=obs_p,
+        obs_globals=obs_g,
+        key=key,
+    )
+    return runner, (
+        Transition(products, glob, prior, choice, logp, value, scaled, done.astype(jnp.float32)),
+        stats,
+    )
+
+
+def _gae(config: PPOConfig, traj: Transition, last_value: jax.Array):
+    """traj: Transition [T, B]; last_value [B, J] (after the last day) -> (advantages, value targets), each
+    [T, B, J], per product."""
+
+    def back(carry, t):
+        """One day back: carry (advantage, next value) [B, J] each, t: Transition [B]."""
+        adv, next_value = carry
+        live = 1.0 - t.done[:, None]
+        delta = t.reward + config.gamma * next_value * live - t.value
+        adv = delta + config.gamma * config.gae_lambda * live * adv
+        return (adv, t.value), adv
+
+    _, adv = jax.lax.scan(back, (jnp.zeros_like(last_value), last_value), traj, reverse=True)
+    return adv, adv + traj.value
+
+
+def _loss(config: PPOConfig, net: ActorCritic, params, batch: Transition, adv, target):
+    """PPO's clipped loss on a minibatch: batch Transition [N] (N = T x B / M store-days), adv and target
+    [N, J]. Returns (total [], dict of [] parts: policy_loss, value_loss, entropy, clip_frac)."""
+    heads, value = _batch_forward(net)(params, batch.products, batch.globals_, batch.supplier_prior)
+    logp = jax.vmap(A.log_prob)(heads, batch.choice)
+    ratio = jnp.exp(jnp.clip(logp - batch.logp, -20.0, 20.0))  # [N, J] per product
+    a = (adv - adv.mean()) / (adv.std() + 1e-8)
+    policy = -jnp.mean(jnp.minimum(ratio * a, jnp.clip(ratio, 1 - config.clip, 1 + config.clip) * a))
+    v_clipped = batch.value + jnp.clip(value - batch.value, -config.clip, config.clip)
+    value_loss = 0.5 * jnp.mean(jnp.maximum((value - target) ** 2, (v_clipped - target) ** 2))
+    ent = jnp.mean(jax.vmap(A.entropy)(heads))
+    total = policy + config.vf_coef * value_loss - config.ent_coef * ent
+    return total, dict(
+        policy_loss=policy,
+        value_loss=value_loss,
+        entropy=ent,
+        clip_frac=jnp.mean(jnp.abs(ratio - 1) > config.clip),
+    )
+
+
+def _epoch(config: PPOConfig, net: ActorCritic, carry, data):
+    """One pass over the update's data in M minibatches of whole stores.
+
+    carry: (TrainState, key); data: (Transition [T, B], adv [T, B, J], target [T, B, J]). Returns the new
+    carry and the loss parts, dict of [M]."""
+    B, M = config.num_envs, config.minibatches
+    train, key = carry
+    key, k_perm = jax.random.split(key)
+    stores = jax.random.permutation(k_perm, B).reshape(M, B // M)  # each minibatch's stores
+
+    def minibatch(train, picked):
+        """One gradient step on the stores ``picked`` [B / M] (all T days of each)."""
+        # [T, B, ...] -> [T * B / M, ...], gathered here one minibatch at a time: shuffling a copy of the
+        # whole update's data and then slicing the minibatches out of it moved every byte twice
+        mb = jax.tree.map(lambda x: jnp.take(x, picked, axis=1).reshape((-1,) + x.shape[2:]), data)
+        grads, aux = jax.grad(functools.partial(_loss, config, net), has_aux=True)(train.params, *mb)
+        return train.apply_gradients(grads=grads), aux
+
+    train, aux = jax.lax.scan(minibatch, train, stores)
+    return (train, key), aux
+
+
 def make_parts(env: Env, config: PPOConfig) -> Parts:
     """The update's parts for ``env`` and ``config`` (see ``Parts``)."""
-    B, T, M = config.num_envs, config.num_steps, config.minibatches
-    F, G = feature_sizes(env.config.num_suppliers)
     net = network(env.config.num_suppliers, config.hidden)
     reset = jax.vmap(env.reset, in_axes=(0, None))
-    step = jax.vmap(env.step, in_axes=(0, 0, 0, None))
-
-    batch_forward = jax.vmap(functools.partial(forward, net), in_axes=(None, 0, 0, 0))
-
-    def env_step(runner: Runner, pool, env_params):
-        """One day of the B stores: encode and normalise, act, step, split the reward over products.
-
-        pool: (Observation [B], EnvState [B]), where an ended store restarts. Returns (runner, (Transition
-        [B], stats)): stats ended, survived, final_net_worth, reward, invalid [B] and nonfinite [] (the
-        non-finite inputs zeroed today).
-        """
-        key, k_act, k_env = jax.random.split(runner.key, 3)
-        raw_products, raw_glob = jax.vmap(encode)(runner.obs)
-        bad_obs = jnp.sum(~jnp.isfinite(raw_products)) + jnp.sum(~jnp.isfinite(raw_glob))
-        # a non-finite number would poison the running statistics for good: zero it, and count it
-        raw_products, raw_glob = (
-            jnp.nan_to_num(x, nan=0.0, posinf=0.0, neginf=0.0) for x in (raw_products, raw_glob)
-        )
-        obs_p = runner.obs_products.update(raw_products.reshape(-1, F))
-        obs_g = runner.obs_globals.update(raw_glob)
-        products, glob = obs_p.normalize(raw_products), obs_g.normalize(raw_glob)
-        prior = config.supplier_prior * jax.vmap(A.supplier_score)(runner.obs)
-        heads, value = batch_forward(runner.train.params, products, glob, prior)
-        choice = jax.vmap(A.sample)(jax.random.split(k_act, B), heads)
-        logp = jax.vmap(A.log_prob)(heads, choice)
-        action = jax.vmap(A.decode)(choice, runner.obs)
-        obs, state, reward, term, trunc, info = step(
-            jax.random.split(k_env, B), runner.state, action, env_params
-        )
-        done = term | trunc
-        shares = jax.vmap(product_rewards, in_axes=(0, 0, 0, 0, None))(
-            runner.state, state, action, info, env_params
-        )
-        bad = bad_obs + jnp.sum(~jnp.isfinite(shares)) + jnp.sum(~jnp.isfinite(action.price))
-        shares = jnp.nan_to_num(shares, nan=0.0, posinf=0.0, neginf=0.0)
-        ret_acc = runner.ret_acc * config.gamma + shares
-        returns = runner.returns.update(ret_acc.reshape(-1, 1))
-        scaled = shares / jnp.sqrt(returns.var[0] + 1e-8)
-        pick = lambda new, fresh: jax.tree.map(
-            lambda n, f: jnp.where(done.reshape(done.shape + (1,) * (n.ndim - 1)), f, n), new, fresh
-        )
-        stats = dict(
-            ended=done,
-            survived=trunc,
-            final_net_worth=info.net_worth,
-            reward=reward,
-            nonfinite=bad,
-            invalid=info.invalid_orders + info.refused_orders + info.invalid_prices + info.shelf_refused,
-        )
-        runner = runner.replace(
-            obs=pick(obs, pool[0]),
-            state=pick(state, pool[1]),
-            ret_acc=jnp.where(done[:, None], 0.0, ret_acc),
-            returns=returns,
-            obs_products=obs_p,
-            obs_globals=obs_g,
-            key=key,
-        )
-        return runner, (
-            Transition(products, glob, prior, choice, logp, value, scaled, done.astype(jnp.float32)),
-            stats,
-        )
-
-    def gae(traj: Transition, last_value):
-        """traj: Transition [T, B]; last_value [B, J] (after the last day) -> (advantages, value targets),
-        each [T, B, J], per product."""
-
-        def back(carry, t):
-            """One day back: carry (advantage, next value) [B, J] each, t: Transition [B]."""
-            adv, next_value = carry
-            live = 1.0 - t.done[:, None]
-            delta = t.reward + config.gamma * next_value * live - t.value
-            adv = delta + config.gamma * config.gae_lambda * live * adv
-            return (adv, t.value), adv
-
-        _, adv = jax.lax.scan(back, (jnp.zeros_like(last_value), last_value), traj, reverse=True)
-        return adv, adv + traj.value
-
-    def loss_fn(params, batch: Transition, adv, target):
-        """PPO's clipped loss on a minibatch: batch Transition [N] (N = T x B / M store-days), adv and
-        target [N, J]. Returns (total [], dict of [] parts: policy_loss, value_loss, entropy, clip_frac)."""
-        heads, value = batch_forward(params, batch.products, batch.globals_, batch.supplier_prior)
-        logp = jax.vmap(A.log_prob)(heads, batch.choice)
-        ratio = jnp.exp(jnp.clip(logp - batch.logp, -20.0, 20.0))  # [N, J] per product
-        a = (adv - adv.mean()) / (adv.std() + 1e-8)
-        policy = -jnp.mean(jnp.minimum(ratio * a, jnp.clip(ratio, 1 - config.clip, 1 + config.clip) * a))
-        v_clipped = batch.value + jnp.clip(value - batch.value, -config.clip, config.clip)
-        value_loss = 0.5 * jnp.mean(jnp.maximum((value - target) ** 2, (v_clipped - target) ** 2))
-        ent = jnp.mean(jax.vmap(A.entropy)(heads))
-        total = policy + config.vf_coef * value_loss - config.ent_coef * ent
-        return total, dict(
-            policy_loss=policy,
-            value_loss=value_loss,
-            entropy=ent,
-            clip_frac=jnp.mean(jnp.abs(ratio - 1) > config.clip),
-        )
-
-    def epoch(carry, data):
-        """One pass over the update's data in M minibatches of whole stores.
-
-        carry: (TrainState, key); data: (Transition [T, B], adv [T, B, J], target [T, B, J]). Returns the
-        new carry and the loss parts, dict of [M]."""
-        train, key = carry
-        key, k_perm = jax.random.split(key)
-        stores = jax.random.permutation(k_perm, B).reshape(M, B // M)  # each minibatch's stores
-
-        def minibatch(train, picked):
-            """One gradient step on the stores ``picked`` [B / M] (all T days of each)."""
-            # [T, B, ...] -> [T * B / M, ...], gathered here one minibatch at a time: shuffling a copy of the
-            # whole update's data and then slicing the minibatches out of it moved every byte twice
-            mb = jax.tree.map(lambda x: jnp.take(x, picked, axis=1).reshape((-1,) + x.shape[2:]), data)
-            grads, aux = jax.grad(loss_fn, has_aux=True)(train.params, *mb)
-            return train.apply_gradients(grads=grads), aux
-
-        train, aux = jax.lax.scan(minibatch, train, stores)
-        return (train, key), aux
 
     def collect(runner: Runner, pool, env_params):
-        """T days of ``env_step`` (see ``Parts``): (runner, (Transition [T, B], stats: dict of [T, B]))."""
-        return jax.lax.scan(lambda r, _: env_step(r, pool, env_params), runner.replace(pool=pool), None, T)
+        """T days of ``_env_step`` (see ``Parts``): (runner, (Transition [T, B], stats: dict of [T, B]))."""
+        return jax.lax.scan(
+            lambda r, _: _env_step(env, config, net, r, pool, env_params),
+            runner.replace(pool=pool),
+            None,
+            config.num_steps,
+        )
 
     def learn(runner: Runner, traj: Transition):
         """GAE on ``traj`` (Transition [T, B]), then ``epochs`` epochs: (runner, loss parts: dict of
@@ -344,10 +365,13 @@ def make_parts(env: Env, config: PPOConfig) -> Parts:
         _, last_value = jax.vmap(net.apply, in_axes=(None, 0, 0))(  # the values only: no prior needed
             runner.train.params, runner.obs_products.normalize(products), runner.obs_globals.normalize(glob)
         )
-        adv, target = gae(traj, last_value)
+        adv, target = _gae(config, traj, last_value)
         key, k_epochs = jax.random.split(runner.key)
         (train, _), aux = jax.lax.scan(
-            lambda c, _: epoch(c, (traj, adv, target)), (runner.train, k_epochs), None, config.epochs
+            lambda c, _: _epoch(config, net, c, (traj, adv, target)),
+            (runner.train, k_epochs),
+            None,
+            config.epochs,
         )
         return runner.replace(train=train, key=key), aux
 

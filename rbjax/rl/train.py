@@ -84,7 +84,7 @@ def train_ppo(
     if out is not None:
         save(out, result.policy_params, config, env)
         curve.to_csv(Path(out) / "curve.csv", index=False)
-        from rbjax.runners.plots import plot_learning_curve
+        from rbjax.results.plots import plot_learning_curve
 
         plot_learning_curve(curve).savefig(Path(out) / "curve.png", dpi=110, bbox_inches="tight")
     return result

@@ -1,6 +1,6 @@
 """Paired comparison: a policy and a reference continue the same stores from the same state, with the same keys.
 
-A *slice* is one store of a snapshot (``rbjax.runners.snapshots``) continued for ``days`` days. The policy
+A *slice* is one store of a snapshot (``rbjax.files.snapshots``) continued for ``days`` days. The policy
 runs the slice; the reference (the oracle by default) runs it again from the identical state with the
 identical key stream (common random numbers), so the two differ only by their decisions. Each morning of
 the policy's run the reference is also asked what it would do in the policy's store, and the products where
@@ -21,11 +21,14 @@ import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 
+from rbjax.arguments import ArgumentError
 from rbjax.checks import is_whole, need_count
 from rbjax.env import Env
-from rbjax.runners import programs, stats
+from rbjax.files.snapshots import Snapshot
+from rbjax.results import stats
+from rbjax.runners import programs
+from rbjax.runners.continuation import rollout_from
 from rbjax.runners.rollout import Policy, observer, scan_days
-from rbjax.runners.snapshots import Snapshot, rollout_from
 from rbjax.state import Action, EnvState
 
 DECISIONS = ("price", "shelf", "order")
@@ -73,18 +76,21 @@ def _gap_program(env: Env, policy: Policy, reference: Policy):
     return programs.cached("paired.gaps", build, env, (policy, reference))
 
 
-def check_slice_days(day: int, days, horizon: int, flag: str | None = None) -> None:
+def check_slice_days(day: int, days, horizon: int, name: str | None = None) -> None:
     """The rule of every slice: it runs ``days`` >= 1 whole days from rollout day ``day`` and ends by the stores'
     ``horizon`` (``day + days <= horizon``). day, horizon: ints (rollout days); days: the slice's length as
     given. Raises ValueError otherwise: ``a slice of DAYS days from day DAY runs past the stores' horizon
-    (HORIZON days): at most N days from this snapshot``; with ``flag`` (the command-line flag that gave
-    ``days``, e.g. "--days"): ``FLAG DAYS: a slice from day DAY runs past ...``."""
+    (HORIZON days): at most N days from this snapshot``; with ``name`` (the caller's parameter that gave
+    ``days``, e.g. "days"), an ``ArgumentError``: ``days DAYS: a slice from day DAY runs past ...``."""
     if not is_whole(days) or days < 1 or day + days > horizon:
-        what = f"{flag} {days}: a slice from day {day}" if flag else f"a slice of {days} days from day {day}"
-        raise ValueError(
-            f"{what} runs past the stores' horizon ({horizon} days): "
-            f"at most {max(horizon - day, 0)} days from this snapshot"
+        what = (
+            f"{{{name}}} {days}: a slice from day {day}" if name else f"a slice of {days} days from day {day}"
         )
+        left = max(horizon - day, 0)
+        message = (
+            f"{what} runs past the stores' horizon ({horizon} days): at most {left} days from this snapshot"
+        )
+        raise ArgumentError(message, name) if name else ValueError(message)
 
 
 def compare(

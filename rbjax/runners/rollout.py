@@ -24,8 +24,8 @@ from rbjax.checks import check_policy_params, is_concrete, need_count
 from rbjax.env import Env
 from rbjax.kernels.rng import day_keys
 from rbjax.params import EnvParams
+from rbjax.results.records import summarize
 from rbjax.runners import executables, programs
-from rbjax.runners.records import summarize
 from rbjax.state import Action
 
 Policy = Callable[..., Action]
@@ -119,7 +119,7 @@ def rollout(
     batch runs in chunks, one after another, and its results come back as host (numpy) arrays; every
     store's results are the same in any chunk. For batches whose final states do not fit in host memory,
     iterate ``rollout_chunks`` instead. state, first_day, days_per_call: continue a batch from a state
-    (``rollout_chunks``; ``rbjax.runners.snapshots``).
+    (``rollout_chunks``; ``rbjax.files.snapshots``).
     Returns (records with leading axes [B, days], final EnvState [B, ...]).
     """
     chunks = list(
@@ -175,40 +175,16 @@ def rollout_chunks(
     (``jax.distributed``), every process runs its devices' slice of each chunk and receives the whole chunk's
     results as numpy arrays. state: start from this EnvState batch (leaves [B, ...], device or host arrays)
     instead of resetting, after ``first_day`` rollout days: the records are then the uninterrupted run's
-    days ``first_day .. first_day + days - 1``, bit for bit (``rbjax.runners.snapshots``). Other arguments
+    days ``first_day .. first_day + days - 1``, bit for bit (``rbjax.files.snapshots``). Other arguments
     as ``rollout``. days_per_call: days per jitted call (default: the progress interval, else all ``days``);
     calls of one length compile once.
     """
-    if records not in ("summary", "full"):
-        raise ValueError(f"records must be 'summary' or 'full', got {records!r}")
-    if keys.ndim != 1:
-        raise ValueError(f"keys must be a 1-D batch of PRNG keys, got shape {keys.shape}")
-    need_count("days", days)
-    if store_chunk is not None:
-        need_count("store_chunk", store_chunk)
-    if isinstance(first_day, bool) or int(first_day) != first_day or first_day < 0:
-        raise ValueError(f"first_day must be an int >= 0, got {first_day!r}")
-    if first_day and state is None:
-        raise ValueError("first_day needs the state the stores had after it (state=)")
-    if is_concrete(env_params):
-        env.check_params(env_params)
-    if is_concrete(policy_params):
-        check_policy_params(policy_params)
+    _check_arguments(env, policy_params, env_params, keys, days, records, store_chunk, state, first_day)
     devices = tuple(jax.devices() if devices is None else devices)
     n = len(keys)
-    if store_chunk is not None:
-        size = min(int(store_chunk), n)
-    else:
-        size = min(auto_store_chunk(env, records, days, devices), n)
-    several_hosts = any(d.process_index != jax.process_index() for d in devices)
-    if several_hosts:  # every process must run the same chunks: the first process's estimate
-        size = int(multihost_utils.broadcast_one_to_all(np.int32(size)))
-    size += -size % len(devices)  # every device gets the same number of stores
+    size, several_hosts = _chunk_size(env, records, days, devices, n, store_chunk)
     to_host = n > size if to_host is None else to_host
-    per_call = days if not progress else max(1, min(30 if progress is True else int(progress), days))
-    if days_per_call is not None:
-        need_count("days_per_call", days_per_call)
-        per_call = min(int(days_per_call), days)
+    per_call = _days_per_call(days, progress, days_per_call)
     report = _Progress(n, days, size, len(devices), resumed=state is not None) if progress else None
     for first in range(0, n, size):
         take = np.minimum(np.arange(first, first + size), n - 1)  # the last chunk repeats its last store
@@ -244,6 +220,50 @@ def rollout_chunks(
         elif to_host:
             rec, final = jax.tree.map(np.asarray, (rec, final))
         yield Chunk(first, stop, rec, final)
+
+
+def _check_arguments(
+    env, policy_params, env_params, keys, days, records, store_chunk, state, first_day
+) -> None:
+    """ValueError (one line) for a ``rollout_chunks`` argument that does not fit, naming it."""
+    if records not in ("summary", "full"):
+        raise ValueError(f"records must be 'summary' or 'full', got {records!r}")
+    if keys.ndim != 1:
+        raise ValueError(f"keys must be a 1-D batch of PRNG keys, got shape {keys.shape}")
+    need_count("days", days)
+    if store_chunk is not None:
+        need_count("store_chunk", store_chunk)
+    if isinstance(first_day, bool) or int(first_day) != first_day or first_day < 0:
+        raise ValueError(f"first_day must be an int >= 0, got {first_day!r}")
+    if first_day and state is None:
+        raise ValueError("first_day needs the state the stores had after it (state=)")
+    if is_concrete(env_params):
+        env.check_params(env_params)
+    if is_concrete(policy_params):
+        check_policy_params(policy_params)
+
+
+def _chunk_size(env: Env, records: str, days: int, devices: tuple, n: int, store_chunk) -> tuple[int, bool]:
+    """(stores per chunk, whether ``devices`` span several processes): ``store_chunk`` or what fits in memory,
+    at most ``n``, the same in every process, rounded up to a multiple of the devices."""
+    if store_chunk is not None:
+        size = min(int(store_chunk), n)
+    else:
+        size = min(auto_store_chunk(env, records, days, devices), n)
+    several_hosts = any(d.process_index != jax.process_index() for d in devices)
+    if several_hosts:  # every process must run the same chunks: the first process's estimate
+        size = int(multihost_utils.broadcast_one_to_all(np.int32(size)))
+    return size + -size % len(devices), several_hosts  # every device gets the same number of stores
+
+
+def _days_per_call(days: int, progress: bool | int, days_per_call: int | None) -> int:
+    """Days per jitted call: ``days_per_call``, else the progress interval (30 for ``progress=True``), else all
+    ``days``; never more than ``days``."""
+    per_call = days if not progress else max(1, min(30 if progress is True else int(progress), days))
+    if days_per_call is not None:
+        need_count("days_per_call", days_per_call)
+        per_call = min(int(days_per_call), days)
+    return per_call
 
 
 def _take_state(state, take: np.ndarray):

@@ -26,7 +26,7 @@ import pandas as pd
 
 from rbjax.env import Env
 from rbjax.params import EnvParams
-from rbjax.runners import metrics
+from rbjax.results import metrics
 from rbjax.runners.rollout import rollout_chunks
 
 
@@ -53,9 +53,9 @@ class SweepResult:
         **kwargs,
     ):
         """Error bars of ``metric`` against parameter ``x`` (default: the first swept one), or with ``y`` a heat
-        map over two (``rbjax.runners.plots.plot_sweep``). Returns the matplotlib Figure; with ``path`` it is
+        map over two (``rbjax.results.plots.plot_sweep``). Returns the matplotlib Figure; with ``path`` it is
         also saved there (the format from the file name's ending, e.g. .png or .pdf)."""
-        from rbjax.runners.plots import plot_sweep
+        from rbjax.results.plots import plot_sweep
 
         fig = plot_sweep(self.summary, metric, x or self.names[0], y, **kwargs)
         if path is not None:

@@ -62,7 +62,10 @@ def _actions(actions: Any, shape: tuple[int, ...]) -> np.ndarray:
 
 
 class VectorEnv(gymnasium.vector.VectorEnv):
-    """N RetailBench stores as a Gymnasium vector env (see the module docstring)."""
+    """N RetailBench stores as a Gymnasium vector env (see the module docstring).
+
+    Observations [N, D] float32 (D = ``store.obs_size``), actions [N, A] float32 levers in [-1, 1] (A =
+    ``store.num_levers``, 4 per product); ``seed`` draws the reset pool (``pool_size`` openings)."""
 
     def __init__(
         self,
@@ -122,7 +125,8 @@ class VectorEnv(gymnasium.vector.VectorEnv):
 
     # ------------------------------------------------------------------ Gymnasium API
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
-        """Reset every store (or those in ``options["reset_mask"]`` [N] bool). Returns (obs [N, D], {})."""
+        """Reset every store (or those in ``options["reset_mask"]`` [N] bool). Returns (obs [N, D] float32,
+        {})."""
         _check_seed(seed)
         super().reset(seed=None if seed is None else int(seed))
         mask = None if options is None else options.get("reset_mask")
@@ -145,7 +149,9 @@ class VectorEnv(gymnasium.vector.VectorEnv):
         return np.asarray(obs), {}
 
     def step(self, actions):
-        """One day for every store: (obs [N, D], reward [N], terminated [N], truncated [N], info)."""
+        """One day for every store from ``actions`` [N, A]: (obs [N, D] float32, reward [N] float32,
+        terminated [N] bool, truncated [N] bool, info). info: ``net_worth`` [N] float32, ``invalid_levers``
+        [N] int32, and the episode statistics (see the module docstring) when a store's episode ended."""
         if self._state is None:
             raise RuntimeError("VectorEnv.step: call reset() first")
         actions = _actions(actions, (self.num_envs, self.store.num_levers))
@@ -178,7 +184,9 @@ class VectorEnv(gymnasium.vector.VectorEnv):
 
 class StoreEnv(gymnasium.Env):
     """One store as a ``gymnasium.Env`` (no auto-reset, as Gymnasium's single envs): for
-    ``gymnasium.utils.env_checker.check_env`` and libraries that vectorise single envs themselves."""
+    ``gymnasium.utils.env_checker.check_env`` and libraries that vectorise single envs themselves.
+
+    Observation [D] float32, action [A] float32 levers in [-1, 1] (``Store``)."""
 
     metadata = {"render_modes": []}
 
@@ -200,6 +208,7 @@ class StoreEnv(gymnasium.Env):
         self._key = None
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        """A store on its opening morning: (obs [D] float32, {}). ``options`` is not read."""
         _check_seed(seed)
         super().reset(seed=None if seed is None else int(seed))
         if self._key is None or seed is not None:
@@ -209,6 +218,8 @@ class StoreEnv(gymnasium.Env):
         return np.asarray(obs), {}
 
     def step(self, action):
+        """One day from ``action`` [A]: (obs [D] float32, reward float, terminated bool, truncated bool, info:
+        dict of [] numpy arrays as ``Store.step``'s)."""
         if self._state is None:
             raise RuntimeError("StoreEnv.step: call reset() first")
         action = _actions(action, (self.store.num_levers,))

@@ -33,13 +33,14 @@ _SPLITS_TRUNCATION = hasattr(_gymnax.Environment, "is_truncated")
 
 
 def episode_flag(terminated: jax.Array, truncated: jax.Array, splits_truncation: bool) -> jax.Array:
-    """What ``step_env`` returns fourth: ``terminated`` for gymnax >= 1.0 (it asks ``is_truncated`` for the
-    rest), ``terminated | truncated`` (``done``) before."""
+    """What ``step_env`` returns fourth ([] bool): ``terminated`` for gymnax >= 1.0 (it asks ``is_truncated``
+    for the rest), ``terminated | truncated`` (``done``) before."""
     return terminated if splits_truncation else terminated | truncated
 
 
 class GymnaxEnv(_gymnax.Environment):
-    """One RetailBench store as a gymnax environment (see the module docstring)."""
+    """One RetailBench store as a gymnax environment (see the module docstring): observation [D] float32,
+    action [A] float32 levers in [-1, 1] (``Store``'s ``obs_size`` and ``num_levers``)."""
 
     def __init__(
         self,
@@ -67,26 +68,32 @@ class GymnaxEnv(_gymnax.Environment):
         return self.store.make_params(key, **kwargs)
 
     def reset_env(self, key: jax.Array, params: StoreParams) -> tuple[jax.Array, StoreState]:
+        """gymnax's reset: (obs [D] float32, StoreState), an opening from the pool."""
         return self.store.reset(key, params)
 
     def step_env(self, key: jax.Array, state: StoreState, action: jax.Array, params: StoreParams):
+        """gymnax's step without its auto-reset: (obs [D] float32, StoreState, reward [] float32, flag [] bool
+        (``episode_flag``), info: dict of [] arrays, ``Store.step``'s)."""
         obs, state, reward, terminated, truncated, info = self.store.step(key, state, action, params)
         return obs, state, reward, episode_flag(terminated, truncated, _SPLITS_TRUNCATION), info
 
     def is_truncated(self, state: StoreState, params: StoreParams) -> jax.Array:
+        """[] bool: the last step reached the horizon."""
         return state.truncated
 
     def is_terminated(self, state: StoreState, params: StoreParams) -> jax.Array:
-        """The episode ended by bankruptcy (not by reaching the horizon)."""
+        """[] bool: the episode ended by bankruptcy (not by reaching the horizon)."""
         return state.env.done & ~state.truncated
 
     is_terminal = is_terminated  # gymnax < 1.0's name (its ``discount`` reads it)
 
     def get_obs(self, state: StoreState, params: StoreParams | None = None, key=None) -> jax.Array:
+        """The flat observation of ``state``: [D] float32."""
         return flat_observation(state.obs)
 
     @property
     def name(self) -> str:
+        """The environment's name, as gymnax reports it."""
         return "RetailBench-hard_v2"
 
     @property
@@ -95,8 +102,10 @@ class GymnaxEnv(_gymnax.Environment):
         return self.store.num_levers
 
     def action_space(self, params: StoreParams | None = None) -> _spaces.Box:
+        """Box [A] float32 in [-1, 1]: the lever vector."""
         return _spaces.Box(-1.0, 1.0, (self.store.num_levers,), jnp.float32)
 
     def observation_space(self, params: StoreParams | None = None) -> _spaces.Box:
+        """Box [D] float32 in [-obs_bound, obs_bound]: the flat observation."""
         bound = self.store.obs_bound
         return _spaces.Box(-bound, bound, (self.store.obs_size,), jnp.float32)

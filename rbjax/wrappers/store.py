@@ -55,7 +55,10 @@ class StoreState:
 
 
 class Store:
-    """Pure functions over one store: ``reset``, ``step`` (no auto-reset), ``reset_where`` (auto-reset)."""
+    """Pure functions over one store: ``reset``, ``step`` (no auto-reset), ``reset_where`` (auto-reset).
+
+    ``num_levers``: the action's length (4 J); ``obs_size``: the flat observation's length; ``obs_bound``: the
+    observation's bound (float)."""
 
     def __init__(self, env: Env | None = None):
         self.env = env if env is not None else Env()
@@ -71,7 +74,8 @@ class Store:
         reward_scale: float = REWARD_SCALE,
         env_params: EnvParams | None = None,
     ) -> StoreParams:
-        """Params with a pool of ``pool_size`` openings drawn from ``key`` (default key 0); 0: no pool."""
+        """Params with a pool of ``pool_size`` openings drawn from ``key`` (default key 0); 0: no pool.
+        ``env_params``: default ``env.default_params()``. ValueError for a bad pool size or scale."""
         if not isinstance(pool_size, int) or pool_size < 0:
             raise ValueError(f"pool_size must be an int >= 0, got {pool_size!r}")
         if not (isinstance(reward_scale, (int, float)) and reward_scale > 0):
@@ -86,7 +90,7 @@ class Store:
         return StoreParams(env=env_params, pool=pool, reward_scale=jnp.asarray(reward_scale, jnp.float32))
 
     def reset(self, key: jax.Array, params: StoreParams) -> tuple[jax.Array, StoreState]:
-        """A store on its opening morning: (flat observation [obs_size], StoreState)."""
+        """A store on its opening morning: (flat observation [obs_size] float32, StoreState)."""
         if params.pool is None:
             _, state = self.env.reset(key, params.env)
         else:
@@ -108,10 +112,12 @@ class Store:
         )
 
     def step(self, key: jax.Array, state: StoreState, action: jax.Array, params: StoreParams):
-        """One day from a lever vector ``action`` [4 J]. Returns (flat obs, state, reward [], terminated [],
-        truncated [], info), with no auto-reset. ``info`` holds ``net_worth``, ``invalid_levers`` and the
-        episode statistics PureJaxRL's ``LogWrapper`` names (meaningful where ``returned_episode``):
-        ``returned_episode_returns`` (scaled), ``returned_episode_lengths``, ``final_net_worth``, ``survived``.
+        """One day from a lever vector ``action`` [4 J] float. Returns (flat obs [obs_size] float32,
+        StoreState, reward [] float32, terminated [] bool, truncated [] bool, info), with no auto-reset.
+        ``info`` (dict of [] arrays) holds ``net_worth`` float32, ``invalid_levers`` int32 and the episode
+        statistics PureJaxRL's ``LogWrapper`` names (meaningful where ``returned_episode`` bool):
+        ``returned_episode_returns`` (scaled, float32), ``returned_episode_lengths`` int32,
+        ``final_net_worth`` float32, ``survived`` bool.
         """
         action = jnp.asarray(action)
         if action.size != self.num_levers:
@@ -141,7 +147,8 @@ class Store:
         return flat_observation(obs), new, reward, terminated, truncated, info
 
     def reset_where(self, key: jax.Array, reset: jax.Array, obs: jax.Array, state: StoreState, params):
-        """Where ``reset`` ([] bool) is set, replace (obs, state) by a fresh opening (from the pool)."""
+        """Where ``reset`` ([] bool) is set, replace (obs [obs_size] float32, StoreState) by a fresh opening
+        (from the pool); returns the pair."""
         obs_re, state_re = self.reset(key, params)
         pick = lambda new, old: jnp.where(reset, new, old)
         return pick(obs_re, obs), jax.tree.map(pick, state_re, state)

@@ -17,8 +17,8 @@ from rbjax.agents.runs.llm_agents import run_llm_agents
 from rbjax.agents.sandbox import seccomp
 from rbjax.agents.tools.trace import read
 from rbjax.cli import main
-from rbjax.runners.metrics import store_metrics
-from rbjax.runners.record_files import save_records
+from rbjax.files.record_files import save_records
+from rbjax.results.metrics import store_metrics
 
 STORES, DAYS, SEED = 2, 4, 3
 SANDBOX = seccomp.unavailable() is None

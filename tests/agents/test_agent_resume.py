@@ -17,6 +17,7 @@ from rbjax.agents.llm.client import ScriptedModel
 from rbjax.agents.runs.llm_agents import RunPaused
 from rbjax.agents.tools.trace import read
 from rbjax.cli import main
+from rbjax.cli.common import said
 
 
 @pytest.fixture(autouse=True)
@@ -48,7 +49,8 @@ def test_an_endpoint_failure_pauses_the_store_unscored_and_the_others_finish(env
         play(env, params, tmp_path / "cut", FailsOn(day=2, store=1))
     message = str(e.value)
     assert "the endpoint failed: connection refused to http://127.0.0.1:9/v1" in message
-    assert "1 of 2 stores paused on day 2, 1 finished" in message and "--resume" in message
+    assert "1 of 2 stores paused on day 2, 1 finished" in message and message.endswith("continue with resume")
+    assert said(e.value).endswith("continue with --resume")  # the command line names its flag
     assert "\n" not in message
     cut = tmp_path / "cut"
     assert days_logged(cut, 0) == [1, 2, 3] and days_logged(cut, 1) == [1]  # the failed day is not scored
@@ -162,7 +164,7 @@ def test_corrupt_run_files_are_one_line_errors_naming_the_file(env, params, tmp_
 
 
 def test_atomic_files_are_whole_or_absent(tmp_path):
-    from rbjax.runners.record_files import atomic_file
+    from rbjax.files.record_files import atomic_file
 
     path = tmp_path / "result.csv"
     path.write_text("old")

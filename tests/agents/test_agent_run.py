@@ -17,7 +17,7 @@ from rbjax.agents.engine.batch import AgentEngine
 from rbjax.agents.runs.loop import make_stores, run_async
 from rbjax.agents.runs.policy import run_policy_agents
 from rbjax.agents.tools.trace import read
-from rbjax.runners.metrics import store_metrics
+from rbjax.results.metrics import store_metrics
 from rbjax.state import DayInfo
 
 STORES, DAYS, SEED = golden.STORES, golden.DAYS, golden.SEED  # the golden fixture's oracle stores

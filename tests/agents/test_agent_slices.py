@@ -13,12 +13,14 @@ import pandas as pd
 import pytest
 
 from rbjax.agents.llm.client import ScriptedModel
+from rbjax.agents.runs.day_start import check_state
 from rbjax.agents.runs.llm_agents import run_llm_agents
 from rbjax.agents.runs.policy import run_policy_agents
-from rbjax.agents.runs.slices import check_state, open_slice, run_policy_slice
+from rbjax.agents.runs.slices import open_slice, run_policy_slice
 from rbjax.agents.tools.trace import read
+from rbjax.files import snapshots
 from rbjax.policies import make
-from rbjax.runners import snapshots
+from rbjax.runners.continuation import resume
 
 pytestmark = pytest.mark.slow  # snapshots brought to their day through the tools
 
@@ -71,7 +73,7 @@ def oracle():
 @pytest.fixture(scope="module")
 def continuation(env, snap, oracle):
     """The oracle's own run continued from the snapshot: records [STORES, N] of days AT .. DAYS - 1."""
-    rec, _ = snapshots.resume(env, *oracle, snap, N, records="full")
+    rec, _ = resume(env, *oracle, snap, N, records="full")
     return jax.device_get(rec)
 
 

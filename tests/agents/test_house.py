@@ -80,3 +80,46 @@ def test_the_face_names_resolve_and_importing_it_loads_no_layer():
     code = "import sys, rbjax.agents; print(sorted(m for m in sys.modules if m.startswith('rbjax.agents.')))"
     loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert loaded.strip() == "[]", loaded
+
+
+ENGINE_PARTS = ("state", "obs", "lead", "host", "k_run", "seeds", "version", "programs")
+
+
+def engine_writes(path: Path) -> list[str]:
+    """Lines of ``path`` that assign to an agent engine's stores or reach into its private members: an
+    attribute ``ENGINE_PARTS`` set (``x.state = ...``, ``x.lead[i] = ...``) on something named ``engine``, or
+    ``engine._anything``."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        targets = node.targets if isinstance(node, ast.Assign) else []
+        targets += [node.target] if isinstance(node, ast.AugAssign | ast.AnnAssign) else []
+        for t in targets:
+            while isinstance(t, ast.Subscript):
+                t = t.value
+            if isinstance(t, ast.Attribute) and t.attr in ENGINE_PARTS and "engine" in ast.unparse(t.value):
+                found.append(f"{path.name}:{node.lineno}: {ast.unparse(t)} = ...")
+        private = (
+            isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__")
+        )
+        if private and ast.unparse(node.value).split(".")[-1] == "engine":
+            found.append(f"{path.name}:{node.lineno}: {ast.unparse(node)}")
+    return found
+
+
+def test_only_the_engine_writes_its_stores(tmp_path):
+    """One door: ``AgentEngine.load`` puts stores into slots; no code outside ``agents/engine/`` sets an engine's
+    state, observation, lead draws, keys or host view, or reaches into its private members."""
+    outside = [
+        p
+        for p in [
+            *PACKAGE.rglob("*.py"),
+            *(ROOT / "tests").rglob("*.py"),
+            *(ROOT / "benchmarks").rglob("*.py"),
+        ]
+        if "engine" not in p.relative_to(ROOT).parts[:3] or p.parts[-2] != "engine"
+    ]
+    offenders = [line for p in outside for line in engine_writes(p)]
+    assert not offenders, offenders
+    bad = tmp_path / "bad.py"  # the check can fail
+    bad.write_text("engine.state = s\nsl.engine.lead[0] = 1\nengine._pull()\n")
+    assert len(engine_writes(bad)) == 3

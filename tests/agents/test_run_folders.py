@@ -145,7 +145,7 @@ def test_checkpoints_are_data_and_old_pickles_are_never_read(env, params, tmp_pa
     (out / "store_0" / "checkpoint.pkl").write_bytes(pickle.dumps(Marker(marker)))
     message = one_line_error(play, env, params, out, FailsOn(), resume=True)
     assert "holds checkpoints of an older rbjax (store_0/checkpoint.pkl" in message, message
-    assert "--overwrite" in message and not marker.exists()
+    assert message.endswith("start the run again with overwrite") and not marker.exists()  # the parameter
 
 
 # ---------------------------------------------------------------------------------------------- run.json, traces
@@ -213,7 +213,7 @@ def test_tampered_run_json_traces_and_records_are_one_line_errors(tmp_path):
 
 # ---------------------------------------------------------------------------------------------- slices
 def test_tampered_slices_json_and_snapshots_are_one_line_errors(env, tmp_path):
-    from rbjax.runners import snapshots
+    from rbjax.files import snapshots
 
     folder = tmp_path / "slices"
     folder.mkdir()

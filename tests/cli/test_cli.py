@@ -139,8 +139,8 @@ def test_cli_streams_chunks_and_exits_non_zero_when_a_store_ends_non_finite(tmp_
     import numpy as np
 
     from rbjax.cli import main
+    from rbjax.results.records import DaySummary
     from rbjax.runners import rollout as rollout_module
-    from rbjax.runners.records import DaySummary
     from rbjax.runners.rollout import Chunk
 
     shape = (3, 2)
@@ -175,8 +175,8 @@ def test_cli_run_killed_part_way_leaves_no_outputs_that_look_new(tmp_path, monke
     import numpy as np
 
     from rbjax.cli import main
+    from rbjax.results.records import DaySummary
     from rbjax.runners import rollout as rollout_module
-    from rbjax.runners.records import DaySummary
     from rbjax.runners.rollout import Chunk
 
     shape = (2, 2)
@@ -271,7 +271,7 @@ def test_cli_help_shows_the_defaults_and_describes_every_sweep_parameter(capsys)
 def test_sweep_prints_one_row_per_point_and_marks_the_best():
     import rbjax
     from rbjax.cli.sweep import format_summary
-    from rbjax.runners import metrics
+    from rbjax.results import metrics
 
     table = pd.DataFrame(
         {
@@ -307,8 +307,8 @@ def test_cli_run_prints_the_interval_and_survival_and_writes_the_survival_figure
     """rollout_chunks replaced by 3 fake stores of 4 days, one stopping after day 2: the table gives the
     interval and the stores, one line the share alive at the end, --out the survival figure."""
     from rbjax.cli import main
+    from rbjax.results.records import DaySummary
     from rbjax.runners import rollout as rollout_module
-    from rbjax.runners.records import DaySummary
     from rbjax.runners.rollout import Chunk
 
     alive = np.array([[1, 1, 1, 1], [1, 1, 0, 0], [1, 1, 1, 1]], bool)
@@ -332,7 +332,7 @@ def test_agents_summary_and_diagnose_give_the_interval_and_survival(tmp_path, ca
     from types import SimpleNamespace
 
     from rbjax.cli import agents, main
-    from rbjax.runners.record_files import save_records
+    from rbjax.files.record_files import save_records
 
     alive = np.array([[1, 1], [1, 0], [1, 1]], bool)
     rec = _day_info(alive)

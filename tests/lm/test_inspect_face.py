@@ -148,8 +148,8 @@ def test_a_model_without_tool_calls_scores_policy_null_on_the_command_line(
         assert s.metadata["result"] == meta
     assert len(requests) == 5 * TASK_DAYS * len(tasks)
     from rbjax.agents.llm.prompts import Prompts
+    from rbjax.agents.runs.day_start import open_day_start
     from rbjax.agents.tools.specs import TOOL_NAMES
-    from rbjax.lm.opening import open_day_start
 
     first, rent = requests[0], float(open_day_start(tasks[0].from_states, tasks[0].day).params.rent)
     assert sorted(t["function"]["name"] for t in first["tools"]) == sorted(TOOL_NAMES)
@@ -273,7 +273,7 @@ def test_full_episodes_score_agents_runs_metrics(skus, tmp_path):
     """Two stores from their opening day for 6 days, through Inspect (openai-api provider, ``inspect_ai.eval``)
     and through ``rbjax agents run --protocol native``, one stub making the same decisions for both: each
     sample's metrics are its store's row of the run's main table."""
-    from rbjax.runners import metrics
+    from rbjax.results import metrics
 
     with ChatStub(stub_decisions(skus)) as stub:
         os.environ.setdefault("STUB_API_KEY", "x")

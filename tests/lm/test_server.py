@@ -1,4 +1,4 @@
-"""rbjax.lm.server: the JSON-over-HTTP face of a SessionPool, served from a thread on a free local port."""
+"""rbjax.lm.http: the JSON-over-HTTP face of a SessionPool, served from a thread on a free local port."""
 
 import asyncio
 import json
@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from rbjax.lm.server import Client, ServerError, serve
+from rbjax.lm.http import Client, ServerError, serve
 
 SLOTS = 16  # one engine batch for every test of the file, the agents' tests' size (batch_bucket: 16)
 
@@ -268,7 +268,7 @@ def test_serve_command_passes_its_flags_to_the_server(tmp_path, monkeypatch, cap
     """``rbjax lm serve``: the flags reach ``serve`` (the reward kind as the pool's option); a bad kind is a
     one-line error before anything is served."""
     from rbjax.cli import main
-    from rbjax.lm import server as server_module
+    from rbjax.lm.http import server as server_module
 
     seen = []
 

@@ -62,7 +62,7 @@ def test_tasks_file_reads_as_a_table_and_round_trips(tasks_file, tasks):
 def test_the_history_file_holds_what_playing_the_days_through_the_tools_gives(env, slices_dir, tasks):
     """The kept history (made with the read calls counted, not run) is the ledgers and news of the source
     policy played through every tool, the runner's morning views and read calls included."""
-    from rbjax.runners import snapshots
+    from rbjax.files import snapshots
 
     snap = snapshots.load(slices_dir / f"day_{EVERY:03d}.npz", env)
     params = snap.env_params(env)
@@ -191,6 +191,29 @@ def test_errors_are_clear_and_leave_the_pool_usable(pool, tasks):
     with pytest.raises(ValueError, match="past the horizon"):
         pool.open(late)
     assert len(pool.free) == pool.slots
+
+
+def test_the_engine_door_refuses_slots_and_states_that_do_not_fit(pool, tasks):
+    """``AgentEngine.load`` (the one way stores enter slots) takes one store per distinct slot, or nothing."""
+    import jax
+    import numpy as np
+
+    start = pool.start_of(tasks[0])
+    one = jax.tree.map(lambda x: np.asarray(x)[:1], start.snapshot.state)
+    before, version = jax.device_get(pool.engine.state), pool.engine.version
+    for slots, states, said in [
+        ([0, 0], jax.tree.map(lambda x: np.concatenate([x, x]), one), "distinct"),
+        ([pool.slots], one, "distinct stores of 0"),
+        ([0, 1], one, "one store per slot"),
+        ([0], jax.tree.map(lambda x: x[0], one), "one store per slot"),  # a store without its axis
+    ]:
+        with pytest.raises(ValueError, match=said):
+            pool.engine.load(slots, states, start.snapshot.keys[: len(slots)])
+    after = jax.device_get(pool.engine.state)
+    assert pool.engine.version == version
+    assert all(
+        np.array_equal(a, b, equal_nan=True) for a, b in zip(jax.tree.leaves(before), jax.tree.leaves(after))
+    )
 
 
 def test_rewards_of_each_kind(tasks):

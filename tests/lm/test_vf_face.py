@@ -69,8 +69,8 @@ def test_tools_match_rbjax_specs():
 
 @pytest.fixture(scope="module")
 def server(tasks_file):
-    """``rbjax.lm.server.serve`` on a free port in a thread of this process."""
-    from rbjax.lm.server import serve
+    """``rbjax.lm.http.serve`` on a free port in a thread of this process."""
+    from rbjax.lm.http import serve
 
     ready, box = threading.Event(), {}
 

@@ -9,7 +9,7 @@ import pytest
 from rbjax.policies import OracleParams, oracle
 from rbjax.policies.estimates import price_and_demand
 from rbjax.policies.oracle import best_supplier, order_quantity, shelf_plan
-from rbjax.runners import metrics
+from rbjax.results import metrics
 from rbjax.runners.rollout import rollout
 
 P = OracleParams.default()

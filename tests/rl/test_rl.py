@@ -433,7 +433,7 @@ def test_learning_curve_has_no_survival_before_an_episode_could_survive():
 
 
 def test_learning_curve_plot_leaves_gaps_where_no_episode_ended_and_has_a_legend():
-    from rbjax.runners.plots import plot_learning_curve
+    from rbjax.results.plots import plot_learning_curve
 
     curve = pd.DataFrame(
         {

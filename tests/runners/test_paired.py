@@ -12,8 +12,9 @@ import pandas as pd
 import pytest
 from helpers import cli_error
 
+from rbjax.files import snapshots
 from rbjax.policies import make
-from rbjax.runners import paired, snapshots
+from rbjax.runners import continuation, paired
 from rbjax.runners.rollout import rollout
 from rbjax.state import Action
 
@@ -65,7 +66,9 @@ def test_paired_runs_are_each_policys_own_run_from_the_same_state(env, params, s
     table = paired.compare(env, base, base_params, oracle, oracle_params, snapshot, DAYS)
     assert table.attrs["dropped"] == 1 and table.store.tolist() == [0, 1, 3, 4]
     for policy, pp, prefix in ((base, base_params, ""), (oracle, oracle_params, "ref_")):
-        rec, _ = snapshots.resume(env, policy, pp, open_stores, DAYS, devices=ONE)  # stores 0, 1, 3, 4 above
+        rec, _ = continuation.resume(
+            env, policy, pp, open_stores, DAYS, devices=ONE
+        )  # stores 0, 1, 3, 4 above
         assert np.array_equal(table[prefix + "net_worth"], np.asarray(rec.net_worth, np.float64)[:, -1])
         assert np.array_equal(table[prefix + "sales"], np.asarray(rec.sold).sum(1))
     assert np.array_equal(table.net_worth_diff, table.net_worth - table.ref_net_worth)

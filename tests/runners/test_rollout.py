@@ -254,7 +254,7 @@ def test_the_automatic_chunk_is_what_fits_in_memory(env, params, episodes, monke
 
 @pytest.mark.slow
 def test_records_writer_streams_chunks_into_one_npz(tmp_path, episodes):
-    from rbjax.runners.record_files import RecordsWriter
+    from rbjax.files.record_files import RecordsWriter
 
     rec = episodes[0]
     with RecordsWriter(tmp_path / "r.npz", STORES) as w:

@@ -74,6 +74,9 @@ COLUMNS = {  # column: what the paper's tables call it
 
 @dataclasses.dataclass
 class Day:
+    """One day of a trace as the diagnostics read it (``split_days``): its action events, queries, the
+    ``end_today`` report's sales, stockouts and delayed events, and its call counts."""
+
     events: list = dataclasses.field(default_factory=list)  # (position, sku, tool, rb_diag or None, args)
     queries: list = dataclasses.field(default_factory=list)  # (position, tool, skus or None = global)
     sold: dict = dataclasses.field(default_factory=dict)  # the end_today payload's sales_by_sku
@@ -84,7 +87,8 @@ class Day:
 
 
 def split_days(records: list[dict], include_runner: bool = True) -> list[Day]:
-    """A trace's records by day (a day ends at its ``end_today``; unfinished last days are dropped)."""
+    """A trace's records (``trace.read`` dicts) by day, a list of ``Day`` (a day ends at its ``end_today``;
+    unfinished last days are dropped)."""
     days, day = [], Day()
     for pos, r in enumerate(records):
         runner = r.get("issued_by") == "runner"
@@ -131,7 +135,8 @@ def _mean(values) -> float:
 
 
 def four_stage(days: list[Day], categories: dict | None = None, oracle_convention: bool = False) -> dict:
-    """One store's stage 1-4 metrics from its days (``split_days``). ``categories``: sku -> category."""
+    """One store's stage 1-4 metrics from its days (``split_days``): {"days": int, metric: float (nan where
+    undefined)}, the metric names as ``COLUMNS``' and more. ``categories``: sku -> category."""
     T = len(days)
     acted = [{e[1] for e in d.events} for d in days]
     events = [(t, e) for t, d in enumerate(days) for e in d.events]
@@ -211,7 +216,8 @@ def four_stage(days: list[Day], categories: dict | None = None, oracle_conventio
 def diagnose(
     run: str, categories: dict | None = None, include_runner: bool = True, oracle_convention: bool = False
 ) -> pd.DataFrame:
-    """One row per store of a run folder: the stage 1-4 metrics and the tool and token rates per day."""
+    """One row per store of a run folder (a DataFrame indexed by ``store``): the stage 1-4 metrics
+    (``four_stage``) and the tool and token rates per day. ValueError for a trace that does not fit."""
     rows = []
     for s in store_folders(run):
         folder = os.path.join(run, f"store_{s}")
@@ -235,8 +241,9 @@ def diagnose(
 def summarize(table: pd.DataFrame, reference: dict | None = None) -> pd.DataFrame:
     """Mean ± sd, the 95 % bootstrap interval of the mean (``stats.bootstrap_ci``), the minimum and the count
     ``n`` of stores with a value (``missing``: the stores without one, e.g. no price update to measure) of each
-    paper column, beside a paper row (``paper.FOUR_STAGE``)."""
-    from rbjax.runners import stats
+    paper column, beside a paper row (``paper.FOUR_STAGE``): a DataFrame indexed by ``metric``, one row per
+    ``COLUMNS`` entry."""
+    from rbjax.results import stats
 
     reference = reference or {}
     rows = []
@@ -261,8 +268,8 @@ def summarize(table: pd.DataFrame, reference: dict | None = None) -> pd.DataFram
 
 
 def format_summary(summary: pd.DataFrame) -> str:
-    """A fixed-width table of ``summarize``: "n/a" for a value that is missing, the stores without a value
-    named on their row, and what the interval is below it."""
+    """A fixed-width table (a str) of ``summarize``: "n/a" for a value that is missing, the stores without a
+    value named on their row, and what the interval is below it."""
     num = lambda v: f"{v:.4f}" if np.isfinite(v) else "n/a"
     lines = [
         f"{'metric':36s} {'':12s} {'mean ± sd':>20s} {'95 % CI of the mean':>21s} {'min':>9s} {'n':>6s} "
@@ -280,7 +287,7 @@ def format_summary(summary: pd.DataFrame) -> str:
             + (f"  ({int(r['missing'])} stores without a value)" if r["missing"] else "")
         )
     if len(summary):
-        from rbjax.runners import stats
+        from rbjax.results import stats
 
         stores = int((summary["n"] + summary["missing"]).max())
         lines.append(
@@ -309,7 +316,8 @@ STAGE_PANELS = {  # the figure: per stage, scores in [0, 1] (1 is the oracle's s
 
 
 def plot_stages(runs: dict[str, pd.DataFrame], papers: dict[str, dict] | None = None):
-    """One figure, one panel per stage: each run's store mean (with its sd) and the paper's rows (hatched).
+    """One matplotlib figure (returned), one panel per stage: each run's store mean (with its sd) and the
+    paper's rows (hatched).
 
     runs: {label: ``diagnose`` table}; papers: {label: ``paper.FOUR_STAGE`` row}. The price closeness
     scales by the paper's largest distance (110.79 %), as the paper's plot does."""

@@ -29,8 +29,8 @@ import numpy as np
 
 from rbjax.agents.runs.folder import load_records, read_settings, read_traces, resumable
 from rbjax.agents.tools.trace import TIMING_FIELDS, TraceWriter, record
+from rbjax.files.record_files import atomic_file
 from rbjax.runners import programs
-from rbjax.runners.record_files import atomic_file
 from rbjax.state import DayInfo
 
 KINDS = {  # a trace record's field -> the kind of difference
@@ -55,6 +55,7 @@ class Mismatch:
     what: str
 
     def where(self) -> str:
+        """Where it is, in words: ``store 3 day 12: what``."""
         day = f" day {self.day}" if self.day is not None else ""
         return f"store {self.store}{day}: {self.what}"
 
@@ -79,6 +80,7 @@ class ReplayResult:
 
     @property
     def identical(self) -> bool:
+        """No mismatch: the run replays identically."""
         return not self.mismatches
 
 
@@ -95,16 +97,17 @@ class _Collected(TraceWriter):
 
 # ---------------------------------------------------------------------------------------------- the run
 def rebuild(run_dir: str, settings: dict, data: str | None = None, env=None, params=None, keys=None):
-    """(env, params, keys, notes) of the run: ``make_env`` with run.json's grouping, supplier attempts and
-    days (unless ``env``/``params`` are given), keys ``split(key(seed), stores)`` (unless ``keys``), checked
-    against the digests a language-model run's run.json holds."""
+    """(Env, EnvParams, keys [stores] typed keys, notes: list of str) of the run: ``make_env`` with
+    run.json's grouping, supplier attempts and days (unless ``env``/``params`` are given), keys
+    ``split(key(seed), stores)`` (unless ``keys``), checked against the digests a language-model run's
+    run.json holds. ValueError (one line) when they do not fit."""
     import jax
 
     from rbjax.agents.runs.identity import digest
 
     path, notes = os.path.join(run_dir, "run.json"), []
     if env is None:
-        from rbjax.env import OptionError, make_env
+        from rbjax.env import make_env
 
         missing = [k for k in ("grouping", "supplier_attempts") if k not in settings]
         if missing:
@@ -112,10 +115,8 @@ def rebuild(run_dir: str, settings: dict, data: str | None = None, env=None, par
                 f"{path}: no {' or '.join(missing)} in it (a run started from Python: pass env and params)"
             )
         parts = (data, settings["grouping"], settings["supplier_attempts"], settings["days"])
-        try:  # one env (and its compiled programs) per process for these options
-            env, params = programs.cached("replay.env", lambda: make_env(*parts), parts=parts)
-        except OptionError as e:
-            raise ValueError(e.as_flag()) from None
+        # one env (and its compiled programs) per process for these options; an OptionError names the option
+        env, params = programs.cached("replay.env", lambda: make_env(*parts), parts=parts)
     if params is None:
         params = env.default_params()
     params = params.replace(horizon=np.int32(settings["days"]))
@@ -136,7 +137,8 @@ def rebuild(run_dir: str, settings: dict, data: str | None = None, env=None, par
 
 
 def tool_options(settings: dict, explicit_news: bool | None = None) -> dict:
-    """The run's tool options (run.json's ``tools``; runs written before it was recorded: the defaults)."""
+    """The run's tool options, ``StoreTools`` keywords {explicit_news, code_timeout} (run.json's ``tools``;
+    runs written before it was recorded: the defaults)."""
     options = dict(settings.get("tools") or {})
     if explicit_news is not None:
         options["explicit_news"] = explicit_news
@@ -234,7 +236,8 @@ def _snippet(want: dict, got: dict) -> str:
 
 
 def compare_records(got: DayInfo, want: dict) -> list[Mismatch]:
-    """One ``records`` mismatch per ``DayInfo`` field that differs, at its first (store, day)."""
+    """One ``records`` mismatch per ``DayInfo`` field that differs, at its first (store, day). got: the
+    replayed ``DayInfo`` [stores, days]; want: records.npz's {field: [stores, days, ...] array}."""
     out = []
     for f in dataclasses.fields(DayInfo):
         a, b = np.asarray(getattr(got, f.name)), want.get(f.name)
@@ -356,8 +359,10 @@ def _play_days(run_dir, engine, tools, traces, records: dict, mismatches: list, 
 def _play_day(run_dir: str, engine, store, day: list[dict], t: int, rerun_code: bool) -> int:
     """Store ``store``'s morning ``t`` and its recorded calls but ``end_today`` (``_play_calls``); a call that
     cannot be replayed is a one-line ValueError. Returns the ``execute_code`` outputs taken as recorded."""
+    from rbjax.agents.runs.loop import begin_day
+
     s = store.store
-    store.begin_day(engine.today(s))
+    begin_day(store, engine)
     try:
         return _play_calls(store, day, rerun_code)
     except ValueError as e:

@@ -23,9 +23,9 @@ from rbjax.agents.analysis.replay import ReplayResult, replay
 from rbjax.agents.analysis.run_diagnosis import load_run_catalog, product_categories
 from rbjax.agents.runs.folder import read_settings, read_traces, resumable, stores_csv
 from rbjax.agents.tools.trace import check_tokens, read
-from rbjax.runners import metrics
-from rbjax.runners.record_files import atomic_file
-from rbjax.runners.records import DaySummary
+from rbjax.files.record_files import atomic_file
+from rbjax.results import metrics
+from rbjax.results.records import DaySummary
 
 TRACE_COLUMNS = metrics.MAIN_TABLE + ("stockout_ratio",)
 ENGINE_COLUMNS = tuple(c for c in metrics.MAIN_TABLE + metrics.DIAGNOSTICS if c not in TRACE_COLUMNS)
@@ -34,7 +34,8 @@ RESCORED = ("rescored_stores.csv", "rescored_four_stage_metrics.csv")
 
 
 def end_of_day_payloads(traces: list[list[list[dict]]]) -> list[list[dict]]:
-    """[store][day] -> that day's ``end_today`` payload; ValueError when one is missing or cut."""
+    """[store][day] -> that day's ``end_today`` payload (a dict); ``traces``: [store][day] lists of trace
+    records. ValueError when a payload is missing or cut."""
     out = []
     for s, days in enumerate(traces):
         row = []
@@ -53,7 +54,8 @@ def end_of_day_payloads(traces: list[list[list[dict]]]) -> list[list[dict]]:
 
 
 def trace_summary(payloads: list[list[dict]], days: int) -> DaySummary:
-    """``DaySummary`` [stores, days] of what the ``end_today`` payloads hold (the other counters zero)."""
+    """``DaySummary`` [stores, days] (int64 counts, float64 money, alive bool) of what the ``end_today``
+    payloads hold (the other counters zero); ``payloads``: [store][day] as ``end_of_day_payloads``."""
     B = len(payloads)
     z = lambda dtype: np.zeros((B, days), dtype)
     fields = {f.name: z(np.int64) for f in dataclasses.fields(DaySummary)}
@@ -74,7 +76,8 @@ def trace_summary(payloads: list[list[dict]], days: int) -> DaySummary:
 
 def tool_rates(traces: list[list[list[dict]]], run_dir: str) -> pd.DataFrame:
     """Per store, direct and all tool calls per day from the traces (runner calls and end_today included,
-    as ``agents run`` counts them), tokens per day and requests from ``tokens.jsonl`` where there is one."""
+    as ``agents run`` counts them), tokens per day and requests from ``tokens.jsonl`` where there is one: a
+    DataFrame indexed by ``store``."""
     rows = []
     for s, days in enumerate(traces):
         n = len(days)
@@ -99,8 +102,8 @@ def four_stage_table(
     include_runner: bool | None = None,
     oracle_convention: bool = False,
 ) -> pd.DataFrame:
-    """``agents diagnose``'s table of the run: categories of run.json's grouping; runner calls left out
-    for policy runs unless ``include_runner``."""
+    """``agents diagnose``'s table of the run (``diagnostics.diagnose``'s DataFrame, one row per store):
+    categories of run.json's grouping; runner calls left out for policy runs unless ``include_runner``."""
     categories = product_categories(load_run_catalog(data), settings.get("grouping"))
     if include_runner is None:
         include_runner = settings.get("framework") != "policy"

@@ -13,20 +13,21 @@ import pandas as pd
 
 from rbjax.agents.analysis import diagnostics
 from rbjax.agents.runs.folder import RUN_JSON, check_settings, load_records, read_run_json
+from rbjax.arguments import ArgumentError
 from rbjax.config import EnvConfig
-from rbjax.runners.record_files import atomic_file
+from rbjax.files.record_files import atomic_file
 from rbjax.state import DayInfo
 
 
 def load_run_catalog(data: str | None = None):
-    """The catalogue (``rbjax.data.load_catalog``) of ``data`` (default: the shipped one); ValueError (one line,
-    ``--data: ...``) for one that cannot be read."""
+    """The ``Catalog`` (``rbjax.data.load_catalog``) of the folder ``data`` (default: the shipped one);
+    ``ArgumentError`` (one line, ``data: ...``) for one that cannot be read."""
     from rbjax.data import CatalogError, load_catalog
 
     try:
         return load_catalog(data)
     except CatalogError as e:
-        raise ValueError(f"--data: {e}") from None
+        raise ArgumentError(f"{{data}}: {e}", "data") from None
 
 
 def product_categories(catalog, grouping: str | None = None) -> dict[str, int]:
@@ -50,10 +51,12 @@ class FolderDiagnosis:
 
     @property
     def model(self) -> str:
+        """The run's model name ("?" when run.json has none)."""
         return self.settings.get("model", "?")
 
     @property
     def framework(self) -> str:
+        """The run's framework ("?" when run.json has none)."""
         return self.settings.get("framework", "?")
 
 
@@ -84,7 +87,7 @@ def diagnose_folder(
 def _write_run_metrics(run: str, table: pd.DataFrame) -> np.ndarray:
     """``run/run_metrics.csv``: the main table of ``records.npz`` beside the four-stage table's tool (and
     token) rates; returns the stores alive by day [stores, days]."""
-    from rbjax.runners import metrics
+    from rbjax.results import metrics
 
     arrays = load_records(run)
     main_table = metrics.store_metrics(

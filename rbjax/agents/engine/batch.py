@@ -29,9 +29,9 @@ class AgentEngine:
 
     Everything returned is numpy. ``max_lines``: order lines per store-day (``OrderLines`` length L).
     Shapes: B stores (``keys`` [B], one typed key a store), J products, K suppliers, L order lines; P =
-    ``batch_bucket(B)`` device rows, rows B.. copying the last store. Per store, a draft action is price
-    [J] float32, set_price and shelf [J] bool, lines {product, supplier, units, lead, order: [L] int32;
-    live: [L] bool}.
+    ``batch_bucket(B)`` device rows, rows B.. padding (copies of the last store at reset; never stepped).
+    Per store, a draft action is price [J] float32, set_price and shelf [J] bool, lines {product, supplier,
+    units, lead, order: [L] int32; live: [L] bool}. Stores enter slots after the reset through ``load`` only.
     """
 
     def __init__(self, env: Env, params: EnvParams, keys: jax.Array, max_lines: int = 256):
@@ -157,19 +157,40 @@ class AgentEngine:
         take = lambda tree: jax.tree.map(lambda x: np.asarray(x[store]), tree)
         return {"obs": take(self.obs), "state": take(self.state), "lead": np.array(self.lead[store])}
 
-    def set_rows(self, rows: dict[int, dict]) -> None:
-        """Put checkpointed stores back ({store: ``row(store)``}, leaves without the batch axis); the other
-        stores are untouched. Bumps ``version``."""
-        if not rows:
+    def load(self, slots, states, keys: jax.Array | None = None) -> None:
+        """Slots ``slots`` ([n] distinct ints in 0 .. B-1) become the stores of ``states`` (an ``EnvState`` of
+        leaves [n, ...], numpy or device) and, when given, of the episode keys ``keys`` ([n] typed keys: day d
+        of a slot uses ``fold_in(split(key)[1], d)``, as in ``rollout``; None: each slot keeps its own). Their
+        observation and today's lead draws are made from the new state; the other slots are untouched; bumps
+        ``version``. The one door through which stores enter the engine after its reset: a snapshot's stores,
+        a session's task, a checkpoint's stores."""
+        idx = np.asarray(slots, np.int32).reshape(-1)
+        if not len(idx):
             return
-        idx = np.asarray(sorted(rows))
-        stacked = jax.tree.map(lambda *x: np.stack(x), *[rows[s] for s in idx])
-        put = lambda batch, new: jax.tree.map(lambda b, n: b.at[idx].set(jnp.asarray(n, b.dtype)), batch, new)
-        self.obs, self.state = put(self.obs, stacked["obs"]), put(self.state, stacked["state"])
+        if len(set(idx.tolist())) != len(idx) or idx.min() < 0 or idx.max() >= self.B:
+            raise ValueError(f"slots must be distinct stores of 0 .. {self.B - 1}, got {idx.tolist()}")
+        given = {np.shape(x)[0] if np.ndim(x) else None for x in jax.tree.leaves(states)}
+        if given != {len(idx)} or (keys is not None and len(keys) != len(idx)):
+            raise ValueError(
+                f"states (and keys) must hold one store per slot: leading axes {sorted(given, key=str)} for "
+                f"{len(idx)} slots"
+            )
+        k_run = self.k_run[idx] if keys is None else jax.vmap(jax.random.split)(keys)[:, 1]
+        self.obs, self.state, self.k_run, lead = self.programs["load"](
+            self.obs, self.state, self.k_run, idx, states, k_run, self.params
+        )
         self.lead = np.array(self.lead)
-        self.lead[idx] = stacked["lead"]
+        self.lead[idx] = np.asarray(lead)
+        for s, key in zip(idx, np.asarray(jax.random.key_data(k_run)), strict=True):
+            self.seeds[int(s)] = int(key[-1])
         self.version += 1
-        self._pull()
+        self._pull_rows(idx)
+
+    def _pull_rows(self, idx: np.ndarray) -> None:
+        """Refresh the host view of the rows ``idx`` ([n] int32; ``_pull`` refreshes all)."""
+        rows = jax.device_get(jax.tree.map(lambda x: x[idx], self._host_tree()))
+        self.host = jax.tree.map(_writable, self.host)
+        jax.tree.map(lambda h, r: h.__setitem__(idx, r), self.host, rows)
 
     def policy_actions(self, policy, policy_params):
         """Every store's action under ``policy`` this morning, with the keys ``rollout`` gives the policy:
@@ -195,8 +216,13 @@ def batch_bucket(stores: int) -> int:
     return max(16, 1 << (max(stores, 1) - 1).bit_length())
 
 
+def _writable(x) -> np.ndarray:
+    x = np.asarray(x)
+    return x if x.flags.writeable else x.copy()
+
+
 def _programs(env: Env) -> dict:
-    """The jitted reset, step, lead and payment programs of ``env`` (``programs.cached`` once per env; each
+    """The jitted reset, load, step, lead and payment programs of ``env`` (``programs.cached`` once per env; each
     compiles once per shapes)."""
     return programs.cached("engine.programs", lambda: _build_programs(env), env)
 
@@ -212,8 +238,17 @@ def _build_programs(env: Env) -> dict:
         new, new_obs = jax.tree.map(keep, new, state), jax.tree.map(keep, new_obs, obs)
         return new_obs, new, info, detail, lead_today(k_run, new)
 
+    def load(obs, state, k_run, idx, new_state, new_k_run, params):
+        put = lambda b, n: b.at[idx].set(n.astype(b.dtype))  # noqa: E731
+        new_obs = jax.vmap(env.observe, in_axes=(0, None))(new_state, params)
+        data = put(jax.random.key_data(k_run), jax.random.key_data(new_k_run))
+        k_run = jax.random.wrap_key_data(data, impl=jax.random.key_impl(k_run))
+        lead = jax.vmap(lead_today)(new_k_run, new_state)
+        return jax.tree.map(put, obs, new_obs), jax.tree.map(put, state, new_state), k_run, lead
+
     return {
         "reset": jax.jit(jax.vmap(env.reset_detailed, in_axes=(0, None))),
+        "load": jax.jit(load, donate_argnums=(0, 1, 2)),
         "lead": jax.jit(jax.vmap(lead_today)),
         "step": jax.jit(jax.vmap(step_one, in_axes=(0, 0, 0, 0, 0, None)), donate_argnums=(1, 2)),
         "pay": jax.jit(orders.check_lines, static_argnums=(4,)),

@@ -133,7 +133,7 @@ class StoreLedger:
         against ``like`` (an empty ledger of this run: its first day, days, products and suppliers): every
         field's type, every array's shape and dtype. The arrays used are popped from ``arrays``. ValueError
         (one line) naming the field."""
-        from rbjax.runners.untrusted import INT, NUMBER, STR, bad, need_array, need_dict, need_int, need_list
+        from rbjax.files.untrusted import INT, NUMBER, STR, bad, need_array, need_dict, need_int, need_list
 
         f = lambda name: f"{prefix}.{name}"  # noqa: E731
         need_dict(path, prefix, fields)

@@ -54,6 +54,7 @@ class Usage:
         return Usage(*counts, estimated=self.estimated or other.estimated)
 
     def as_dict(self) -> dict:
+        """The counts as a dict (the fields, and ``uncached_prompt_tokens``), as logs record them."""
         d = dataclasses.asdict(self)
         d["uncached_prompt_tokens"] = self.prompt_tokens - self.cached_prompt_tokens
         return d
@@ -61,6 +62,8 @@ class Usage:
 
 @dataclasses.dataclass
 class Completion:
+    """One reply of a chat model: its answer, reasoning, native tool calls and token usage."""
+
     text: str  # the answer (content)
     reasoning: str = ""  # a reasoning model's thinking, streamed apart from the answer
     tool_calls: list[ToolCall] | None = None  # native protocol only
@@ -114,7 +117,12 @@ def _tokens(chars: int) -> int:
 
 
 class ChatModel(Protocol):
-    async def complete(self, messages: list[dict], tools: list[dict] | None = None) -> Completion: ...
+    """What the frameworks call: any object with this ``complete``."""
+
+    async def complete(self, messages: list[dict], tools: list[dict] | None = None) -> Completion:
+        """The reply to ``messages`` (OpenAI chat messages, dicts); ``tools``: OpenAI function definitions for
+        the native protocol (None: none). Raises ``ChatError`` (``InfraError``: the endpoint failed)."""
+        ...
 
 
 # ---------------------------------------------------------------------------------------------- scripted
@@ -143,6 +151,7 @@ class ScriptedModel:
         self.n, self.last_tools = 0, None
 
     async def complete(self, messages, tools=None) -> Completion:
+        """The next scripted reply (``ChatModel.complete``); text replies get estimated usage."""
         n, self.n, self.last_tools = self.n, self.n + 1, tools
         if self.keep:
             self.calls.append([dict(m) for m in messages])
@@ -166,7 +175,7 @@ class ScriptedModel:
 
 # ---------------------------------------------------------------------------------------------- OpenAI
 def api_key_from_env(variable: str | None = None) -> str | None:
-    """The key from ``variable``, else the first of ``KEY_VARIABLES`` that is set."""
+    """The key (a str) from ``variable``, else the first of ``KEY_VARIABLES`` that is set; None if none is."""
     for name in (variable,) if variable else KEY_VARIABLES:
         if os.environ.get(name):
             return os.environ[name]
@@ -174,7 +183,8 @@ def api_key_from_env(variable: str | None = None) -> str | None:
 
 
 def retryable(error: Exception) -> bool:
-    """The reference's rule: status 408/409/429/>=500, a time-out, a lost connection, a rate limit."""
+    """Whether to retry after ``error``, the reference's rule: status 408/409/429/>=500, a time-out, a lost
+    connection, a rate limit."""
     status = getattr(error, "status_code", None)
     if isinstance(status, int):
         return status in RETRY_STATUS or status >= 500
@@ -200,6 +210,7 @@ class Sampling:
     extra_body: dict | None = None  # e.g. {"enable_thinking": True} for DashScope
 
     def request_fields(self) -> dict:
+        """The settings that are set, as keyword arguments of ``chat.completions.create``."""
         return {k: v for k, v in dataclasses.asdict(self).items() if v is not None}
 
 
@@ -253,6 +264,8 @@ class OpenAIChatModel:
         raise TypeError("OpenAIChatModel holds an API key and is never pickled")
 
     async def complete(self, messages, tools=None) -> Completion:
+        """The reply to ``messages`` (``ChatModel.complete``), retried as the class docstring says; raises
+        ``InfraError`` once the retries are spent or the prompt does not fit ``context_tokens``."""
         if (
             self.context_tokens is not None
             and (need := estimate_tokens(messages, tools)) > self.context_tokens
@@ -353,6 +366,7 @@ class OpenAIChatModel:
         return f"{message} (after {attempts} attempt{'s' * (attempts > 1)})"
 
     async def close(self) -> None:
+        """Close the HTTP client."""
         await self._client.close()
 
 

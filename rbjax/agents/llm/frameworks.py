@@ -107,6 +107,9 @@ class LLMAgent:
 
     # ------------------------------------------------------------------ DayAgent
     async def act(self, store, today) -> str | None:
+        """Play the day's model turns on ``store`` (a ``StoreTools``; ``today``: its morning ``Today``).
+        Returns why the runner ends the day for the agent (a str), or None when the model called
+        ``end_today``."""
         self._new_day()
         self.store, self.today = store, today
         if self.framework == "plan_and_act":
@@ -126,6 +129,8 @@ class LLMAgent:
         return self.prompts.day_fields(self.today.day + 1, status, shelf, self.catalog)
 
     async def after_day(self, store, today, result) -> None:
+        """Keep what the framework carries to the next day (``result``: the ``end_today`` ToolResult): the
+        day's actions and report, Reflection's new reflection; log the day's tokens."""
         reflection = None
         if self.framework == "reflection":
             reflection = await self._reflect(result.text)
@@ -135,9 +140,11 @@ class LLMAgent:
             self.log.day(today.day + 1, self.usage, self.requests, self.turns, self.round, reflection, calls)
 
     def state(self) -> dict:
+        """The memory carried between days, a JSON-ready copy (for checkpoints)."""
         return json.loads(json.dumps(self.memory))
 
     def load_state(self, memory: dict) -> None:
+        """Continue from ``state()``'s memory."""
         self.memory = dict(memory)
 
     # ------------------------------------------------------------------ the turn loop
@@ -352,5 +359,6 @@ def _digest(history: list[dict]) -> str:
 
 
 def request_hash(messages: list[dict]) -> str:
-    """A short hash of a request's messages (the turn log keeps it instead of the whole request)."""
+    """A short hash (16 hex characters) of a request's messages (the turn log keeps it instead of the whole
+    request)."""
     return hashlib.sha256(json.dumps(messages, sort_keys=True).encode()).hexdigest()[:16]

@@ -35,6 +35,9 @@ _DEF_BEFORE = re.compile(r"\bdef\s+$")
 
 @dataclasses.dataclass(frozen=True)
 class ToolCall:
+    """One tool call a model asked for: its name, its arguments (a JSON object) and, when it cannot run,
+    why."""
+
     name: str
     arguments: dict
     id: str = ""  # the model's call id (native protocol)
@@ -42,7 +45,8 @@ class ToolCall:
 
 
 def parse_tool_calls(text: str, allowed) -> tuple[list[ToolCall], str]:
-    """(calls, method) from ``text``; method is ``xml``, ``function``, ``json`` or ``none``."""
+    """(calls: list of ToolCall, method) from ``text``; method is ``xml``, ``function``, ``json`` or ``none``.
+    ``allowed``: the tool names the model may call."""
     allowed = set(allowed)
     for method, finder in (("xml", _xml), ("function", _function), ("json", _bare_json)):
         calls = check_calls(finder(text or "", allowed), allowed)
@@ -53,7 +57,7 @@ def parse_tool_calls(text: str, allowed) -> tuple[list[ToolCall], str]:
 
 def check_calls(calls: list[ToolCall], allowed) -> list[ToolCall]:
     """Mark names outside ``allowed`` as errors (``Unknown tool: X``) and drop every ``end_today`` after the
-    first runnable one."""
+    first runnable one. Returns the list of ToolCall kept, in order."""
     kept, ended = [], False
     for c in calls:
         if c.name not in allowed and not c.error:

@@ -223,7 +223,8 @@ SHORT_DESCRIPTION = 48  # characters of a description the compact catalogue keep
 
 
 def catalog_text(catalog, head: str, grouping: np.ndarray | None = None, compact: bool = False) -> str:
-    """The product list by category: one line per product (id, shelf life, brand, description, category).
+    """The product list by category (a str headed by ``head``): one line per product (id, shelf life, brand,
+    description, category). grouping: [J] int, each product's category (default ``catalog.category``).
 
     compact: without field names or the repeated category (``COMPACT_CATALOG_HEAD`` says how to read the
     lines) and with each description cut to ``SHORT_DESCRIPTION`` characters: under half the text, for

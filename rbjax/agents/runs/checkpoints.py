@@ -22,8 +22,9 @@ from rbjax.agents.engine.batch import AgentEngine
 from rbjax.agents.engine.ledger import StoreLedger
 from rbjax.agents.llm.frameworks import LLMAgent
 from rbjax.agents.runs.loop import new_ledger
-from rbjax.runners.record_files import atomic_file
-from rbjax.runners.untrusted import (
+from rbjax.arguments import ArgumentError
+from rbjax.files.record_files import atomic_file
+from rbjax.files.untrusted import (
     STR,
     bad,
     json_object,
@@ -51,9 +52,12 @@ class Checkpointed:
         self.path = os.path.join(folder, CHECKPOINT)
 
     async def act(self, store, today):
+        """The wrapped agent's day (``DayAgent.act``): why the runner ends the day, or None."""
         return await self.agent.act(store, today)
 
     async def after_day(self, store, today, result):
+        """The wrapped agent's ``after_day``, then the store's checkpoint written (its engine row, ledger, news,
+        memory, records and log sizes) so a resumed run starts from the next morning."""
         await self.agent.after_day(store, today, result)
         files = {"tool_calls": store.trace.flushed_size(), **self.agent.log.sizes()}
         save_checkpoint(
@@ -200,7 +204,7 @@ def load_checkpoint(path: str, engine: AgentEngine, store: int) -> dict | None:
 @functools.cache
 def info_template(env) -> DayInfo:
     """One store-day's ``DayInfo`` as ShapeDtypeStructs (traced once per env)."""
-    from rbjax.runners.snapshots import state_template
+    from rbjax.files.snapshots import state_template
     from rbjax.state import Action
 
     params = env.default_params()
@@ -219,22 +223,28 @@ def refuse_old_checkpoints(out: str) -> None:
     never read, the run is to be started again."""
     old = old_checkpoints(out)
     if old:
-        raise ValueError(
-            f"--resume: {out} holds checkpoints of an older rbjax ({os.path.relpath(old[0], out)}"
+        raise ArgumentError(
+            f"{{resume}}: {out} holds checkpoints of an older rbjax ({os.path.relpath(old[0], out)}"
             f"{f' and {len(old) - 1} more' if len(old) > 1 else ''}, a format that can run code when "
-            "read): they are not read; start the run again with --overwrite"
+            "read): they are not read; start the run again with {overwrite}",
+            "resume",
+            "overwrite",
         )
 
 
 def load_checkpoints(out: str, engine: AgentEngine) -> dict[int, dict]:
     """{store: checkpoint content} of the stores of ``engine`` that have a checkpoint in ``out``
-    (``load_checkpoint``), their engine rows set in ``engine`` (``AgentEngine.set_rows``)."""
+    (``load_checkpoint``), their states loaded into ``engine`` (``AgentEngine.load``: the observation and
+    today's lead draws are made again from the state, as the step made them)."""
     saved = {}
     for s in range(engine.B):
         content = load_checkpoint(os.path.join(out, f"store_{s}", CHECKPOINT), engine, s)
         if content is not None:
             saved[s] = content
-    engine.set_rows({s: c["engine"] for s, c in saved.items()})
+    if saved:
+        slots = sorted(saved)
+        states = jax.tree.map(lambda *x: np.stack(x), *[saved[s]["engine"]["state"] for s in slots])
+        engine.load(slots, states)
     return saved
 
 

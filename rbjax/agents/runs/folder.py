@@ -19,8 +19,9 @@ import re
 import shutil
 
 from rbjax.agents.tools.trace import check_call, read
-from rbjax.runners.record_files import atomic_file
-from rbjax.runners.untrusted import DAYS_MAX, MAX_STORES, bad, is_int, is_number, read_npz
+from rbjax.arguments import ArgumentError
+from rbjax.files.record_files import atomic_file
+from rbjax.files.untrusted import DAYS_MAX, MAX_STORES, bad, is_int, is_number, read_npz
 from rbjax.state import DayInfo
 
 RUN_JSON = "run.json"
@@ -75,9 +76,12 @@ def prepare_folder(
     if used and not resume and not overwrite:
         names = ", ".join(os.path.basename(p) for p in used[:3]) + ", ..." * (len(used) > 3)
         can = resumable_run and resumable(_saved_settings(out))
-        then = "continue it with --resume or replace it" if can else "replace it"
-        raise ValueError(
-            f"{out} holds a run already ({names}): {then} with --overwrite, or choose another --out"
+        then = "continue it with {resume} or replace it" if can else "replace it"
+        raise ArgumentError(
+            f"{out} holds a run already ({names}): {then} with {{overwrite}}, or choose another {{out}}",
+            "out",
+            "overwrite",
+            "resume",
         )
     for path in run_files(out, results_only=resume):
         if os.path.isdir(path):
@@ -137,11 +141,13 @@ def policy_run_settings(
     return settings | {"grouping": grouping, "supplier_attempts": supplier_attempts} | (from_slice or {})
 
 
-def read_run_json(out: str, missing: str = "this folder holds no run to resume (--resume)") -> dict:
-    """The identity a run folder holds; one-line errors for a missing (``missing`` says why it matters) or
-    unreadable ``run.json``."""
+def read_run_json(out: str, missing: str = "this folder holds no run to resume ({resume})") -> dict:
+    """The identity a run folder holds; one-line errors for a missing (``missing`` says why it matters; an
+    ``ArgumentError`` of ``out``, which may name ``{resume}``) or unreadable ``run.json``."""
     path = os.path.join(out, RUN_JSON)
     if not os.path.exists(path):
+        if "{resume}" in missing:
+            raise ArgumentError(f"{path} not found: {missing}", "resume")
         raise ValueError(f"{path} not found: {missing}")
     try:
         with open(path) as f:
@@ -163,9 +169,11 @@ def read_settings(run_dir: str) -> dict:
         path, read_run_json(run_dir, f"{run_dir} holds no agents run (a folder of `rbjax agents run`)")
     )
     if settings.get("from_states"):
-        raise ValueError(
-            f"{run_dir} started from a slice (--from-states, day {settings.get('at')}): its traces begin on that "
-            "day, so it cannot be replayed or rescored from them (diagnose works)"
+        raise ArgumentError(
+            f"{run_dir} started from a slice ({{from_states}}, day {settings.get('at')}): its traces begin on "
+            "that day, so it cannot be replayed or rescored from them (diagnose works)",
+            "run_dir",
+            "from_states",
         )
     for field in ("stores", "days"):
         if not is_int(settings.get(field)) or settings[field] < 1:

@@ -1,5 +1,5 @@
 """An agent run from a slices folder (``rbjax agents run --from-states DIR --at D``): ``open_from_states`` reads
-the folder (``rbjax.runners.slices_folder``), makes the env of the run that saved it, and opens its stores on
+the folder (``rbjax.files.slices_folder``), makes the env of the run that saved it, and opens its stores on
 the snapshot's day with their tool history (``slices.open_slice``, ``history``); ``slice_settings`` is what
 ``run.json`` records of such a run.
 
@@ -9,18 +9,17 @@ the snapshot's day with their tool history (``slices.open_slice``, ``history``);
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from collections.abc import Callable, Sequence
 
-import jax
 import numpy as np
 
-from rbjax.agents.engine.batch import AgentEngine
 from rbjax.agents.runs import history
-from rbjax.agents.runs.loop import empty_ledger, make_stores
-from rbjax.agents.runs.slices import AgentSlice, check_state, open_slice, store_list
-from rbjax.env import Env, OptionError, make_env
+from rbjax.agents.runs.day_start import DayStart, read_day
+from rbjax.agents.runs.slices import AgentSlice, open_slice, store_list
+from rbjax.arguments import ArgumentError
+from rbjax.env import Env
+from rbjax.files.slices_folder import open_slices_folder
 from rbjax.runners.paired import check_slice_days
 
 SLICE_FIELDS = ("from_states", "at", "reference", "source_policy", "stores", "days")
@@ -54,95 +53,54 @@ def open_from_states(
     tool_options: as ``make_stores``. settings: the run's resolved settings, {``SLICE_FIELDS``, grouping,
     supplier_attempts, seed, data}, with ``snapshot_stores`` (the list) when ``stores`` is a list
     (``slice_settings`` keeps what run.json records). Raises ValueError (one
-    line, worded with the command's flags) for a folder, manifest, snapshot or option that does not fit.
+    line; an ``ArgumentError`` naming the argument) for a folder, manifest, snapshot or option that does not fit.
     """
     from rbjax import policies
-    from rbjax.runners import snapshots
-    from rbjax.runners.slices_folder import open_slices_folder
 
-    start = open_slices_folder(folder, at)
-    day, manifest = start.day, start.manifest
-    source = manifest["policy"]
-    made = _made_with(folder, manifest, grouping, supplier_attempts, seed)
-    data = manifest.get("data") if data is None else data
-    try:
-        env, _ = make_env(data, made["grouping"], made["supplier_attempts"], manifest.get("days", 180))
-    except OptionError as e:
-        raise ValueError(e.as_flag()) from None
-    snap = snapshots.load(start.path, env)
-    listed = stores is not None and not isinstance(stores, int | np.integer)
-    if listed:
-        try:
-            ids = store_list(stores, snap.num_stores).tolist()
-        except ValueError as e:
-            raise ValueError(f"the snapshot of day {day} in {folder}: {e}") from None
-        _, days = _slice_size(snap, env, folder, day, None, days)
-        need = max(ids) + 1  # the history file holds the snapshot's first stores
-    else:
-        stores, days = _slice_size(snap, env, folder, day, stores, days)
-        need = stores
-    try:
-        policy, policy_params = policies.make(
-            source, env, manifest.get("checkpoint"), manifest.get("greedy", False)
-        )
-    except ValueError as e:
-        raise ValueError(f"--from-states {folder}: its policy {source}: {e}") from None
+    made = _made_with(folder, open_slices_folder(folder, at).manifest, grouping, supplier_attempts, seed)
+    start = read_day(folder, at, data)
+    ids, stores, days = _slice_size(start, stores, days)
+    need = stores if ids is None else max(ids) + 1  # the history file holds the snapshot's first stores
+    policy, policy_params = start.source_policy()
     reference = reference or "oracle"
-    like = empty_ledger(env, snap.env_params(env))
-    past = history.stored(folder, day, start.path, like, need)
+    past = start.stored_history(need)
     if note is not None:
         how = (
-            "its tool history from " + history.history_name(day)
+            f"its tool history from {history.history_name(start.day)}"
             if past
-            else f"playing {day} days of {source}"
+            else f"playing {start.day} days of {start.source}"
         )
-        which = f"stores {ids}" if listed else f"{stores} stores"
-        note(f"slice: day {day} of {folder}, {which}; {how}")
-    if past is None and listed:  # the history of the first stores up to the last one listed, kept
-        warmed = _warm_stores(env, snap, need, policy, policy_params, progress)
-        past = history.keep(folder, day, start.path, warmed, note)
+        which = f"{stores} stores" if ids is None else f"stores {ids}"
+        note(f"slice: day {start.day} of {folder}, {which}; {how}")
+    if past is None and ids is not None:  # the history of the first stores up to the last one listed, kept
+        past = start.make_history(need, progress, note)
     sl = open_slice(
-        env,
-        snap,
+        start.env,
+        start.snapshot,
         policy,
         policy_params,
         days=days,
-        stores=ids if listed else stores,
-        reference=policies.make(reference, env),
+        stores=stores if ids is None else ids,
+        reference=policies.make(reference, start.env),
         progress=progress,
         past=past,
         **tool_options,
     )
-    if past is None:
-        history.keep(folder, day, start.path, sl.stores, note)
+    if past is None:  # played by open_slice after its checks (float fields it adopted in sl.adopted): kept
+        history.keep(folder, start.day, start.path, sl.stores, note)
     settings = {
         "from_states": os.path.abspath(folder),
-        "at": day,
+        "at": start.day,
         "reference": reference,
-        "source_policy": source,
-        "stores": len(ids) if listed else stores,
+        "source_policy": start.source,
+        "stores": stores,
         "days": days,
         **made,
-        "data": data,
+        "data": start.manifest.get("data") if data is None else data,
     }
-    if listed:
+    if ids is not None:
         settings["snapshot_stores"] = ids
-    return env, sl, settings
-
-
-def _warm_stores(env: Env, snap, n: int, policy, policy_params, progress: int):
-    """The tools of the snapshot's first ``n`` stores brought to its day by the slices' policy
-    (``history.warm_up``), checked against the snapshot (``check_state``): the history ``rbjax lm tasks``
-    keeps (``rbjax.lm.opening``)."""
-    sub = dataclasses.replace(
-        snap, state=jax.tree.map(lambda x: np.asarray(x)[:n], snap.state), keys=snap.keys[:n]
-    )
-    params = snap.env_params(env)
-    engine = AgentEngine(env, params, sub.keys)
-    stores = make_stores(engine, None)
-    history.warm_up(engine, stores, policy, policy_params, snap.day, progress)
-    check_state(engine, sub)
-    return stores
+    return start.env, sl, settings
 
 
 def _made_with(folder: str, manifest: dict, grouping, supplier_attempts, seed) -> dict:
@@ -151,31 +109,41 @@ def _made_with(folder: str, manifest: dict, grouping, supplier_attempts, seed) -
     made = {k: manifest[k] for k in ("grouping", "supplier_attempts", "seed")}
     for name, given in (("grouping", grouping), ("supplier_attempts", supplier_attempts)):
         if given is not None and given != made[name]:
-            flag = "--" + name.replace("_", "-")
-            raise ValueError(
-                f"{flag} {given}: the slices in {folder} were made with {flag} {made[name]} (leave it out)"
+            p = "{" + name + "}"
+            raise ArgumentError(
+                f"{p} {given}: the slices in {folder} were made with {p} {made[name]} (leave it out)", name
             )
     if seed is not None and seed != made["seed"]:
-        raise ValueError(
-            f"--seed {seed}: the slices in {folder} are stores of --seed {made['seed']} (leave it out)"
+        raise ArgumentError(
+            f"{{seed}} {seed}: the slices in {folder} are stores of {{seed}} {made['seed']} (leave it out)",
+            "seed",
         )
     return made
 
 
-def _slice_size(snap, env, folder: str, day: int, stores: int | None, days: int | None) -> tuple[int, int]:
-    """(stores, days) of the slice: the snapshot's stores and the days to its horizon by default; ValueError
-    (one line) for more stores than the snapshot holds or days past the horizon."""
-    if stores is None:
-        stores = snap.num_stores
-    elif stores > snap.num_stores:
-        raise ValueError(
-            f"--stores {stores}: the snapshot of day {day} in {folder} holds {snap.num_stores} stores"
+def _slice_size(start: DayStart, stores, days: int | None) -> tuple[list[int] | None, int, int]:
+    """(ids, stores, days) of the slice: ``ids`` the snapshot's stores listed in ``stores`` (None when
+    ``stores`` is a count or None), ``stores`` how many (default: the snapshot's), ``days`` the days to play
+    (default: to the horizon); ValueError (one line) for stores the snapshot does not hold or days past the
+    horizon."""
+    n, ids = start.snapshot.num_stores, None
+    if stores is not None and not isinstance(stores, int | np.integer):
+        try:
+            ids = store_list(stores, n).tolist()
+        except ValueError as e:
+            raise ValueError(f"the snapshot of day {start.day} in {start.folder}: {e}") from None
+        stores = len(ids)
+    elif stores is None:
+        stores = n
+    elif stores > n:
+        raise ArgumentError(
+            f"{{stores}} {stores}: the snapshot of day {start.day} in {start.folder} holds {n} stores",
+            "stores",
         )
-    horizon = int(np.max(np.asarray(snap.env_params(env).horizon)))
     if days is None:
-        days = horizon - day
-    check_slice_days(day, days, horizon, flag="--days")
-    return stores, days
+        days = start.horizon - start.day
+    check_slice_days(start.day, days, start.horizon, name="days")
+    return ids, stores, days
 
 
 def slice_settings(settings: dict) -> dict:

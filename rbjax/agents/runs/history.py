@@ -26,11 +26,11 @@ import numpy as np
 
 from rbjax.agents.engine.batch import AgentEngine
 from rbjax.agents.engine.ledger import StoreLedger
-from rbjax.agents.runs.loop import end_days
+from rbjax.agents.runs.loop import begin_day, end_days
 from rbjax.agents.runs.policy import PolicyDriver, policy_calls
 from rbjax.agents.tools.store import StoreTools
 from rbjax.agents.tools.views import READ_TOOLS
-from rbjax.runners.record_files import atomic_file
+from rbjax.files.record_files import atomic_file
 
 FORMAT = "rbjax-tool-history/1"
 MORNING_VIEWS = 2  # the runner's view_funds_and_date and view_shelf_status (loop.open_day), counted as calls
@@ -62,7 +62,7 @@ def warm_up(engine: AgentEngine, stores: list[StoreTools], policy, policy_params
         if day >= stop:
             return
         for s, store in live.items():
-            play_policy_day(store, engine.today(s), driver.action(s))
+            play_policy_day(store, engine, driver.action(s))
         end_days(engine, live, dict.fromkeys(live, ("model", None)), {s: [] for s in live})
         if progress and (day + 1) % progress == 0:
             rate = (day + 1) * len(live) / (time.perf_counter() - start)
@@ -72,11 +72,11 @@ def warm_up(engine: AgentEngine, stores: list[StoreTools], policy, policy_params
             )
 
 
-def play_policy_day(store: StoreTools, today, action) -> None:
-    """Begin ``today`` in ``store`` and make the calls that reproduce ``action`` (one store's policy
-    ``Action``, numpy leaves), as ``warm_up`` makes them: the runner's morning views and the read calls
+def play_policy_day(store: StoreTools, engine: AgentEngine, action) -> None:
+    """Begin the store's day (``loop.begin_day``) and make the calls that reproduce ``action`` (one store's
+    policy ``Action``, numpy leaves), as ``warm_up`` makes them: the runner's morning views and the read calls
     counted, the write calls run. The store's day action (``store.day_action()``) is then the policy's."""
-    store.begin_day(today)
+    today = begin_day(store, engine)
     store.calls = store.direct_calls = MORNING_VIEWS
     for name, args in policy_calls(action, today, store.names):
         if name in READ_TOOLS:
@@ -101,6 +101,7 @@ class ToolHistory:
 
     @property
     def num_stores(self) -> int:
+        """S, the stores the history holds."""
         return len(self.ledgers)
 
     def ledger(self, store: int) -> StoreLedger:
@@ -141,7 +142,7 @@ def load(path: str, like: StoreLedger, day: int, snapshot_sha256: str | None = N
     """The ``ToolHistory`` in ``path``, checked: its format, its day (``day``), the snapshot it belongs to
     (``snapshot_sha256``, when given), every ledger against ``like`` (an empty ledger of this env). ValueError
     (one line) naming the file and field."""
-    from rbjax.runners.untrusted import STR, bad, need_dict, need_list
+    from rbjax.files.untrusted import STR, bad, need_dict, need_list
 
     try:
         with np.load(path, allow_pickle=False) as z:
@@ -179,6 +180,7 @@ def load(path: str, like: StoreLedger, day: int, snapshot_sha256: str | None = N
 
 
 def history_path(folder: str, day: int) -> str:
+    """The path of the tool history of the snapshot after ``day`` days in the slices folder ``folder``."""
     return os.path.join(folder, history_name(day))
 
 

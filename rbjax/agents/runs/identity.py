@@ -13,6 +13,7 @@ import numpy as np
 
 import rbjax
 from rbjax.agents.runs.folder import read_run_json
+from rbjax.arguments import ArgumentError
 
 
 def digest(value) -> str:
@@ -75,4 +76,4 @@ def check_resume(out: str, identity: dict) -> None:
         differ.remove("keys")
     if differ:
         listed = "; ".join(f"{k} {saved.get(k, 'absent')}, not {now.get(k, 'absent')}" for k in differ)
-        raise ValueError(f"--resume: {out} was run with other settings: {listed}")
+        raise ArgumentError(f"{{resume}}: {out} was run with other settings: {listed}", "resume")

@@ -28,6 +28,7 @@ from rbjax.agents.runs.folder import prepare_folder, write_run_json
 from rbjax.agents.runs.identity import check_resume, run_identity
 from rbjax.agents.runs.logs import AgentLog, pause_message, tool_token_table
 from rbjax.agents.runs.loop import Progress, StorePaused, make_stores, run_async, stack_records
+from rbjax.arguments import ArgumentError, Worded
 
 
 class PauseOnInfra:
@@ -38,14 +39,16 @@ class PauseOnInfra:
         self.model = model
 
     async def complete(self, messages, tools=None):
+        """The model's reply (``ChatModel.complete``); an endpoint's failure (``InfraError``) pauses the store
+        (``StorePaused``) instead of counting as a turn."""
         try:
             return await self.model.complete(messages, tools=tools)
         except InfraError as e:
             raise StorePaused(str(e)) from None
 
 
-class RunPaused(RuntimeError):
-    """Stores paused on endpoint failures; the message names the cause and says to resume."""
+class RunPaused(Worded, RuntimeError):
+    """Stores paused on endpoint failures; the message names the cause and says to resume (``resume``)."""
 
 
 def run_llm_agents(
@@ -100,8 +103,8 @@ def run_llm_agents(
     if paused:
         message = pause_message(paused, len(stores), getattr(model, "base_url", None))
         if start is not None:
-            message = message.replace("continue with --resume", "a slice run cannot be resumed: run it again")
-        raise RunPaused(message)
+            message = message.replace("continue with {resume}", "a slice run cannot be resumed: run it again")
+        raise RunPaused(message, "resume")
     rec = stack_records(records, int(params.horizon)) if start is None else start.stack(records)
     return rec, tool_token_table(out, len(stores)), inner
 
@@ -109,7 +112,9 @@ def run_llm_agents(
 def _slice_run(start, resume: bool, settings: dict | None):
     """(params, keys, settings) of a run from the slice ``start``: the slice's, its day and days recorded."""
     if resume:
-        raise ValueError("--resume: a run started from a slice (--from-states) cannot be resumed")
+        raise ArgumentError(
+            "{resume}: a run started from a slice ({from_states}) cannot be resumed", "resume", "from_states"
+        )
     settings = {"from_states": True, "at": start.day, "days": start.days, **(settings or {})}
     return start.params, start.keys, settings
 

@@ -25,6 +25,8 @@ class AgentLog:
         self.count = 0  # model calls logged by this process
 
     def turn(self, agent, phase, messages, new, reply, method, calls, error) -> None:
+        """Log one model turn (``turns.jsonl``: the phase, the new messages, the reply, how its calls were read,
+        the calls, an error) and its tokens (``tokens.jsonl``)."""
         self.count += 1
         self._turn(agent, phase, messages, new, reply, method, calls, error)
 
@@ -63,6 +65,8 @@ class AgentLog:
         self.tokens.flush()
 
     def sizes(self) -> dict:
+        """{turns, tokens}: the bytes flushed to each log file (a checkpoint keeps them to cut the logs back on
+        resume)."""
         return {"turns": self.turns.flushed_size(), "tokens": self.tokens.flushed_size()}
 
 
@@ -76,7 +80,7 @@ def pause_message(paused: dict, stores: int, endpoint: str | None = None) -> str
     return (
         f"the endpoint {endpoint + ' ' if endpoint else ''}failed: {cause}; "
         f"{len(paused)} of {stores} stores paused on {on}{rest}; "
-        "nothing was scored: continue with --resume"
+        "nothing was scored: continue with {resume}"
     )
 
 

@@ -10,6 +10,7 @@ scheduler at ``end_today``. Outputs per store: ``store_{s}/tool_calls.jsonl``.
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 import random
 import sys
@@ -46,57 +47,84 @@ def empty_ledger(env, params) -> StoreLedger:
 def make_stores(
     engine: AgentEngine, out: str | None, resume_at: dict | None = None, **tool_options
 ) -> list[StoreTools]:
-    """One ``StoreTools`` per store of ``engine``, its ledger filled with the pre-opening days.
+    """One ``StoreTools`` per store of ``engine`` ([B]), its ledger filled with the pre-opening days, its trace
+    ``out/store_{s}/tool_calls.jsonl`` (no trace without ``out``).
 
     resume_at: {store: size} of trace files to keep (a resumed run); the others start empty."""
-    env, params = engine.env, engine.params
-    cfg = env.config
-    names = Names(env.catalog, cfg.num_suppliers)
     stores = []
     for s in range(engine.B):
         ledger = new_ledger(engine)
         ledger.add_opening(jax.tree.map(lambda x: x[s], engine.opening))
         path = os.path.join(out, f"store_{s}", "tool_calls.jsonl") if out else None
         trace = TraceWriter(path, (resume_at or {}).get(s)) if out else None
-        stores.append(
-            StoreTools(
-                s,
-                names,
-                ledger,
-                engine.seeds[s],
-                engine.pay,
-                float(params.rent),
-                int(params.capacity),
-                trace,
-                engine.max_lines,
-                engine.news_seed(s),
-                **tool_options,
-            )
-        )
+        stores.append(store_tools(engine, s, ledger, trace, **tool_options))
     return stores
 
 
+@functools.cache
+def names_of(env) -> Names:
+    """The product, supplier and date names of ``env``'s catalogue, one ``Names`` shared by all its stores."""
+    return Names(env.catalog, env.config.num_suppliers)
+
+
+def store_tools(
+    engine: AgentEngine,
+    slot: int,
+    ledger: StoreLedger | None = None,
+    trace: TraceWriter | None = None,
+    **tool_options,
+) -> StoreTools:
+    """The tools of the engine's store ``slot``: its id and news streams (``engine.seeds``,
+    ``engine.news_seed``), the engine's payment kernel and order-line capacity, the params' rent and capacity.
+    ledger: its past (default: an empty ledger); trace: where its calls are written (None: nowhere);
+    tool_options: as ``StoreTools`` (explicit_news, code_timeout, code_memory_mb)."""
+    params = engine.params
+    return StoreTools(
+        slot,
+        names_of(engine.env),
+        new_ledger(engine) if ledger is None else ledger,
+        engine.seeds[slot],
+        engine.pay,
+        float(params.rent),
+        int(params.capacity),
+        trace,
+        engine.max_lines,
+        engine.news_seed(slot),
+        **tool_options,
+    )
+
+
+def begin_day(store: StoreTools, engine: AgentEngine) -> Today:
+    """The day protocol's first step: the store's morning (``engine.today``) handed to its tools (a fresh
+    draft, today's news; ``StoreTools.begin_day``). Returns that ``Today``."""
+    today = engine.today(store.store)
+    store.begin_day(today)
+    return today
+
+
 def open_day(store: StoreTools, names=("view_funds_and_date", "view_shelf_status")) -> list[str]:
-    """The runner's morning views (logged ``issued_by: runner``, as the reference's runner logs them)."""
+    """The day protocol's second step: the runner's morning views (logged ``issued_by: runner``, as the
+    reference's runner logs them); returns their texts. The agent's calls follow."""
     return [store.call(name, issued_by="runner").text for name in names]
 
 
 def end_day(
     store: StoreTools,
     engine: AgentEngine,
-    today: Today,
+    day: int,
     stepped: tuple,
     records: list,
     issued_by: str = "model",
     forced: str | None = None,
 ) -> ToolResult:
-    """Close ``store``'s day ``today`` once the engine stepped it: ``stepped`` is its (DayInfo, DayDetail) rows
-    (``AgentEngine.step``'s, numpy); ``end_today``'s result is recorded in the store's ledger and trace
-    (``StoreTools.finish_day``, ``issued_by`` and the runner's ``forced`` reason) and ``(today.day, DayInfo
-    row)`` appended to ``records``. Returns ``end_today``'s result."""
+    """The day protocol's last step, once the engine stepped the store's day ``day``: ``stepped`` is its
+    (DayInfo, DayDetail) rows (``AgentEngine.step``'s, numpy); ``end_today``'s result is recorded in the
+    store's ledger and trace (``StoreTools.finish_day``, ``issued_by`` and the runner's ``forced`` reason) and
+    ``(day, DayInfo row)`` appended to ``records``. Returns ``end_today``'s result (its text: the day's
+    report)."""
     info, detail = stepped
     result = store.finish_day(info, detail, engine.today(store.store), issued_by=issued_by, forced=forced)
-    records.append((today.day, info))
+    records.append((day, info))
     return result
 
 
@@ -106,7 +134,7 @@ def end_days(engine: AgentEngine, stores: dict[int, StoreTools], ends: dict, rec
     records: {store: [(day, DayInfo row)]}, extended."""
     stepped = engine.step({s: stores[s].day_action() for s in ends})
     for s, (issued_by, forced) in ends.items():
-        end_day(stores[s], engine, stores[s].today, stepped[s], records[s], issued_by, forced)
+        end_day(stores[s], engine, stores[s].today.day, stepped[s], records[s], issued_by, forced)
 
 
 class DayAgent(Protocol):
@@ -115,7 +143,8 @@ class DayAgent(Protocol):
     async def act(self, store: StoreTools, today: Today) -> str | None:
         """Make the day's calls; return why the runner ends the day for the agent, or None."""
 
-    async def after_day(self, store: StoreTools, today: Today, result: ToolResult) -> None: ...
+    async def after_day(self, store: StoreTools, today: Today, result: ToolResult) -> None:
+        """What the agent does with the day's result (``end_today``'s report): remember it, or nothing."""
 
 
 class CallsAgent:
@@ -125,10 +154,12 @@ class CallsAgent:
         self._act = act
 
     async def act(self, store, today):
+        """The runner's morning views (``open_day``), then the day's calls."""
         open_day(store)
         await self._act(store, today)
 
     async def after_day(self, store, today, result):
+        """Nothing: a calls agent keeps no memory between days."""
         pass
 
 
@@ -161,6 +192,7 @@ class Progress:
         self.last = self.start
 
     def day_done(self, store: StoreTools) -> None:
+        """Count a finished day of ``store`` (and its calls); print the line when it is due."""
         self.days[store.store] += 1
         self.calls += store.calls
         now = time.perf_counter()
@@ -178,12 +210,15 @@ class Progress:
                 self.print()
 
     def elapsed(self) -> float:
+        """Seconds since the run began in this process."""
         return time.perf_counter() - self.start
 
     def store_done(self) -> None:
+        """Count a store whose run ended (finished or paused)."""
         self.ended += 1
 
     def print(self, now: float | None = None) -> None:
+        """The progress line on stderr: days, stores finished and paused, store-days, agent-days/s, tool calls."""
         now = time.perf_counter() if now is None else now
         self.last, elapsed, days = now, now - self.start, self.days.values()
         new = sum(days) - self.before
@@ -212,23 +247,23 @@ async def _run_store(
     s = store.store
     try:
         while True:
-            today = engine.today(s)
-            if today.done or (stop is not None and today.day >= stop):
+            morning = engine.today(s)
+            if morning.done or (stop is not None and morning.day >= stop):
                 return
             played = len(records)
             try:
-                store.begin_day(today)
+                today = begin_day(store, engine)
                 forced = await agent.act(store, today)
                 if jitter:  # finish the day after a random delay: the results must not depend on it
                     await asyncio.sleep(random.Random(hash((s, today.day))).random() * jitter)
                 stepped = await scheduler.end_day(s, store.day_action())
                 result = end_day(
-                    store, engine, today, stepped, records, "runner" if forced else "model", forced
+                    store, engine, today.day, stepped, records, "runner" if forced else "model", forced
                 )
                 await agent.after_day(store, today, result)
             except StorePaused as e:  # the day is not recorded: a resumed run plays it again
                 del records[played:]
-                paused[s] = (today.day + 1, str(e))
+                paused[s] = (morning.day + 1, str(e))
                 progress.paused += 1
                 return
             progress.day_done(store)

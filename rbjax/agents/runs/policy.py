@@ -73,6 +73,8 @@ class PolicyDriver:
         self._version, self._actions = -1, None
 
     def action(self, store: int):
+        """Store ``store``'s action this morning (an ``Action`` of numpy leaves: price, shelf [J], order [J, K]),
+        every store's computed once per engine step (``AgentEngine.policy_actions``)."""
         if self._version != self.engine.version:
             self._actions = self.engine.policy_actions(self.policy, self.policy_params)
             self._version = self.engine.version

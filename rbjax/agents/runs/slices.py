@@ -1,7 +1,7 @@
 """Agents from task slices: an agent takes over stores mid-episode, from a snapshot of a policy's run.
 
 A slices folder (``rbjax run --policy P --save-states DIR --every D``) holds every store after ``D`` days of
-policy ``P`` (``rbjax.runners.snapshots``). ``open_slice`` brings an agent engine to that day the way the
+policy ``P`` (``rbjax.files.snapshots``). ``open_slice`` brings an agent engine to that day the way the
 tools would have seen it, so the stores' ledgers hold what the tools show (the sales and price history,
 reviews, the orders placed and still pending, the news shown). Given the stores' tool history
 (``history.ToolHistory``: the file ``tools_day_{D:03d}.npz`` beside the snapshot) it takes their past from
@@ -37,15 +37,16 @@ import pandas as pd
 
 from rbjax.agents.engine.batch import AgentEngine
 from rbjax.agents.runs import history
-from rbjax.agents.runs.loop import make_stores, run_async, stack_records
+from rbjax.agents.runs.day_start import seat, take_stores, warm_stores
+from rbjax.agents.runs.loop import run_async, stack_records
 from rbjax.agents.runs.policy import PolicyDriver
 from rbjax.agents.tools.store import StoreTools
 from rbjax.agents.tools.trace import TraceWriter
 from rbjax.env import Env
+from rbjax.files.snapshots import Snapshot
+from rbjax.results.records import summarize
 from rbjax.runners import paired
-from rbjax.runners.records import summarize
-from rbjax.runners.rollout import observer
-from rbjax.runners.snapshots import Snapshot, rollout_from
+from rbjax.runners.continuation import rollout_from
 from rbjax.state import Action, DayInfo
 
 
@@ -64,6 +65,8 @@ class SliceEngine(AgentEngine):
         self.gaps: dict[tuple[int, int], np.ndarray] = {}
 
     def step(self, actions: dict[int, dict]) -> dict[int, tuple]:
+        """``AgentEngine.step``, the reference's decisions on each stepped store's morning counted first
+        (``gaps``)."""
         if self.reference is not None and actions:
             wanted = self.policy_actions(*self.reference)  # every store's, [padded]: one compilation
             prices = np.asarray(self.host["prices"])
@@ -142,10 +145,12 @@ class AgentSlice:
 
     @property
     def params(self):
+        """The ``EnvParams`` the stores run under (the snapshot's run's)."""
         return self.engine.params
 
     @property
     def keys(self) -> jax.Array:
+        """[S] the stores' episode keys (the snapshot's)."""
         return self.snapshot.keys
 
     def attach_traces(self, out: str) -> None:
@@ -168,7 +173,7 @@ class AgentSlice:
 
     def reference_run(self) -> DayInfo:
         """The reference's records [S, days] from the snapshot's stores with their keys
-        (``snapshots.rollout_from``): what the agents are compared with."""
+        (``continuation.rollout_from``): what the agents are compared with."""
         records, _ = rollout_from(
             self.engine.env,
             self.reference,
@@ -236,7 +241,35 @@ def open_slice(
     params = snapshot.env_params(env)
     if any(np.ndim(x) for x in jax.tree.leaves(params.horizon)):
         raise ValueError("the snapshot's params are per store: agents need one set of params for all stores")
-    n = snapshot.num_stores
+    day, horizon = snapshot.day, int(params.horizon)
+    days = horizon - day if days is None else days
+    paired.check_slice_days(day, days, horizon)
+    take, listed = _taken(snapshot, stores)
+    S = len(take)
+    sub = dataclasses.replace(take_stores(snapshot, take), params=params)
+    engine = SliceEngine(env, params, sub.keys, max_lines)
+    near = []
+    if past is None:  # the tools' past made by the source policy (the engine then takes the snapshot's state)
+        warmed, near = warm_stores(
+            env, params, sub, policy, policy_params, progress, max_lines, **tool_options
+        )
+        tools = seat(engine, range(S), sub, range(S), history.of_stores(day, "", warmed), **tool_options)
+    elif past.day != day or past.num_stores <= int(take.max()):
+        need = f"store {int(take.max())}" if listed else f"{S} stores"
+        raise ValueError(
+            f"the tool history is of {past.num_stores} stores on day {past.day}, not of {need} on day {day}"
+        )
+    else:
+        tools = seat(engine, range(S), snapshot, take, past, **tool_options)
+    engine.reference = policies.make("oracle") if reference is None else tuple(reference)
+    return AgentSlice(engine, tools, sub, int(days), *engine.reference, near, take if listed else None)
+
+
+def _taken(snapshot: Snapshot, stores) -> tuple[np.ndarray, bool]:
+    """([S] the snapshot's stores an agent takes over, whether ``stores`` listed them): the first ``stores``
+    (a count; None: all) or the listed ones; ValueError (one line) for a bad count or list, or a store closed
+    before the snapshot's day."""
+    n, day = snapshot.num_stores, snapshot.day
     listed = stores is not None and not isinstance(stores, int | np.integer)
     if listed:
         take = store_list(stores, n)
@@ -245,9 +278,7 @@ def open_slice(
         if isinstance(S, bool) or int(S) != S or not 1 <= S <= n:
             raise ValueError(f"stores must be between 1 and the snapshot's {n} stores, got {stores!r}")
         take = np.arange(int(S))
-    S, day, horizon = len(take), snapshot.day, int(params.horizon)
-    days = horizon - day if days is None else days
-    paired.check_slice_days(day, days, horizon)
+    S = len(take)
     closed = take[np.asarray(snapshot.state.done, bool)[take]]
     if len(closed):
         first = int(closed[0])
@@ -260,31 +291,7 @@ def open_slice(
             f"store {first} (of {len(closed)} of the first {S}) closed before day {day} "
             f"(bankrupt or at its horizon): an agent cannot take it over{hint}"
         )
-    sub = dataclasses.replace(
-        snapshot,
-        state=jax.tree.map(lambda x: np.asarray(x)[take], snapshot.state),
-        keys=snapshot.keys[take],
-        params=params,
-    )
-    engine = SliceEngine(env, params, sub.keys, max_lines)
-    tools = make_stores(engine, None, **tool_options)
-    if past is not None:  # the tools' past from the history file: the engine takes the snapshot's state
-        if past.day != day or past.num_stores <= int(take.max()):
-            need = f"store {int(take.max())}" if listed else f"{S} stores"
-            raise ValueError(
-                f"the tool history is of {past.num_stores} stores on day {past.day}, not of {need} on day {day}"
-            )
-        for s, store in enumerate(tools):
-            past.give(int(take[s]), store)
-        near = []
-        adopt(engine, sub)
-    else:
-        history.warm_up(engine, tools, policy, policy_params, day, progress)
-        near = check_state(engine, sub)
-        if near:  # float leaves an ulp or so apart: the agents start from the saved state itself
-            adopt(engine, sub)
-    engine.reference = policies.make("oracle") if reference is None else tuple(reference)
-    return AgentSlice(engine, tools, sub, int(days), *engine.reference, near, take if listed else None)
+    return take, listed
 
 
 def store_list(stores: Sequence[int], n: int) -> np.ndarray:
@@ -298,66 +305,6 @@ def store_list(stores: Sequence[int], n: int) -> np.ndarray:
     if len(set(got)) != len(got):
         raise ValueError(f"stores {got}: a store is listed twice")
     return np.asarray(got, np.int64)
-
-
-FLOAT_RTOL = 1e-5  # float leaves: the warm-up may differ from the saved state by a few ulps (see check_state)
-
-
-def check_state(engine: AgentEngine, snapshot: Snapshot, rtol: float = FLOAT_RTOL) -> list[str]:
-    """The engine's first S stores hold the snapshot's state: every integer and boolean leaf bit for bit,
-    every float leaf bit for bit or within ``rtol`` relative (NaN equal to NaN); else ValueError naming the
-    first field that differs. Returns the float fields that differ within ``rtol`` ("field: n entries, at
-    most u ulps"); ``rtol=0``: every leaf bit for bit.
-
-    Why a tolerance: the agent engine's step and ``rollout``'s scan are different XLA programs, and XLA:CPU may
-    contract a multiply-add into one FMA in one of them and not in the other, so a float that is not in the
-    records (the 30-day supplier averages, ``suppliers.log``) can come out an ulp apart after a few days while
-    every record is identical."""
-    S = snapshot.num_stores
-    got = jax.device_get(engine.state)
-    near = []
-    for (path, a), b in zip(
-        jax.tree_util.tree_flatten_with_path(got)[0], jax.tree.leaves(snapshot.state), strict=True
-    ):
-        a, b, name = np.asarray(a)[:S], np.asarray(b), "state" + jax.tree_util.keystr(path)
-        if a.shape != b.shape or a.dtype != b.dtype:
-            raise ValueError(
-                f"the warm-up did not reproduce the snapshot: {name} is {a.dtype}{list(a.shape)} in the "
-                f"engine, {b.dtype}{list(b.shape)} in the snapshot"
-            )
-        inexact = np.issubdtype(a.dtype, np.inexact)
-        same = (a == b) | (np.isnan(a) & np.isnan(b)) if inexact else a == b
-        if same.all():
-            continue
-        if inexact:
-            with np.errstate(invalid="ignore", over="ignore"):
-                within = np.isclose(a, b, rtol=rtol, atol=0.0, equal_nan=True) & np.isfinite(a - b)
-            if within.all():
-                ulps = np.abs(a - b)[~same] / np.spacing(np.maximum(np.abs(a), np.abs(b))[~same])
-                near.append(f"{name}: {int((~same).sum())} entries, at most {int(np.round(ulps.max()))} ulps")
-                continue
-            same = same | within
-        bad = np.argwhere(~same)
-        raise ValueError(
-            f"the warm-up did not reproduce the snapshot: {name} differs (store {int(bad[0][0])}, "
-            f"{len(bad)} entries) after {snapshot.day} days of the source policy through the tools "
-            "(another policy, checkpoint, catalogue or params than the run that saved it?)"
-        )
-    return near
-
-
-def adopt(engine: AgentEngine, snapshot: Snapshot) -> None:
-    """The engine's first S stores take the snapshot's state exactly (and the observation and today's lead
-    draws made from it)."""
-    S = snapshot.num_stores
-    state = jax.tree.map(
-        lambda b, n: b.at[:S].set(jax.numpy.asarray(n, b.dtype)), engine.state, snapshot.state
-    )
-    engine.state = state
-    engine.obs = observer(engine.env, None, ())(state, engine.params)
-    engine.lead = np.asarray(engine.programs["lead"](engine.k_run, state))
-    engine.version += 1
-    engine._pull()
 
 
 def run_policy_slice(

@@ -115,6 +115,7 @@ _NR, _ARCH = 0, 4  # offsets in struct seccomp_data
 
 
 def machine() -> str:
+    """This machine's architecture as ``_TABLES`` names it ("x86_64", "aarch64", or another)."""
     return platform.machine().lower().replace("arm64", "aarch64").replace("amd64", "x86_64")
 
 
@@ -128,6 +129,7 @@ def unavailable() -> str | None:
 
 
 def allowed(arch: str | None = None) -> dict[str, int]:
+    """{system call name: number} the filter allows on ``arch`` (default: this machine's)."""
     return dict(_TABLES[arch or machine()][1])
 
 

@@ -43,13 +43,14 @@ PR_SET_PDEATHSIG, PR_SET_NO_NEW_PRIVS, PR_SET_SECCOMP, SECCOMP_MODE_FILTER, SIGK
 
 
 class ToolCallError(Exception):
-    pass
+    """A tool the code called answered with an error (its text); the code may catch it."""
 
 
 class CappedOutput(io.StringIO):
     """The code's stdout, kept up to ``MAX_STDOUT`` characters."""
 
     def write(self, s):
+        """Keep what fits under ``MAX_STDOUT``; returns ``len(s)`` as if all were written."""
         room = MAX_STDOUT - self.tell()
         if room > 0:
             super().write(str(s)[:room])
@@ -57,11 +58,15 @@ class CappedOutput(io.StringIO):
 
 
 def send(msg):
+    """Write one protocol message (a JSON-able dict) to the parent, one line."""
     PROTOCOL_OUT.write(json.dumps(msg, default=str) + "\n")
     PROTOCOL_OUT.flush()
 
 
 def tool(name):
+    """The function the code calls for tool ``name``: keyword arguments in, the tool's payload out (asked of
+    the parent); ToolCallError when the tool answers with an error."""
+
     def call(**kwargs):
         send({"call": name, "args": kwargs})
         reply = json.loads(PROTOCOL_IN.readline())
@@ -74,6 +79,8 @@ def tool(name):
 
 
 def safe_import(name, globals=None, locals=None, fromlist=(), level=0):
+    """The code's ``__import__``: the modules of ``ALLOWED_IMPORTS`` only (and what they import themselves,
+    already loaded); ImportError for any other."""
     library = globals is not None and "__name__" in globals  # a module's own import (the snippet has no name)
     if not level and name in sys.modules and (library or name in PRELOADED):
         return builtins.__import__(name, globals, locals, fromlist, level)
@@ -83,6 +90,8 @@ def safe_import(name, globals=None, locals=None, fromlist=(), level=0):
 
 
 def json_safe(x):
+    """``x`` as JSON data (what is not JSON as its ``str``); a JSON text over ``MAX_RESULT`` characters comes
+    back as its first ``MAX_RESULT`` characters (a str)."""
     try:
         text = json.dumps(x, default=str)
     except (TypeError, ValueError):
@@ -127,6 +136,7 @@ def contain(memory_mb: int, seconds: float, bpf: bytes) -> None:
 
 
 def main():
+    """Read the request, contain the process, run the code and send its answer (module docstring)."""
     request = json.loads(PROTOCOL_IN.readline())
     for modname in (
         ALLOWED_IMPORTS + PRELOADED

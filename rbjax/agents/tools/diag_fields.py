@@ -23,7 +23,8 @@ WINDOW = 30
 
 
 def quote_ranks(quality: np.ndarray, price: np.ndarray, k: int) -> tuple[int, int]:
-    """(quality rank, price rank) of supplier ``k`` among one product's quotes [K]; 1 is the best."""
+    """(quality rank, price rank) of supplier ``k`` among one product's quotes (quality, price [K] float);
+    1 is the best."""
     K = len(price)
     by_quality = sorted(range(K), key=lambda i: (-float(quality[i]), float(price[i]), i))
     by_price = sorted(range(K), key=lambda i: (float(price[i]), i))
@@ -31,7 +32,8 @@ def quote_ranks(quality: np.ndarray, price: np.ndarray, k: int) -> tuple[int, in
 
 
 def proxy_best(ledger, cal: int, product: int, quote_price: np.ndarray) -> int:
-    """The supplier of ``product`` with the lowest return rate over the window before ``cal``."""
+    """The supplier index (int) of ``product`` with the lowest return rate over the window before calendar
+    day ``cal``; ``ledger``: the store's ``StoreLedger``, ``quote_price`` [K]: the product's quotes."""
     rows = ledger.rows(cal - WINDOW, cal - 1)
     sold = ledger.sold_k[rows.start : rows.stop, product].sum(0).astype(np.float64)
     returned = ledger.returned_k[rows.start : rows.stop, product].sum(0).astype(np.float64)
@@ -46,7 +48,8 @@ def proxy_best(ledger, cal: int, product: int, quote_price: np.ndarray) -> int:
 
 
 def price_optimum(ledger, cal: int, product: int, cost: float) -> float | None:
-    """p*: the window's sale price with the highest mean (p - cost) * units, ties to the first seen."""
+    """p* (a float32-exact float): the window's sale price with the highest mean (p - cost) * units, ties to
+    the first seen; None when the window holds no sale."""
     rows = ledger.rows(cal - WINDOW, cal - 1)
     units = ledger.units[rows.start : rows.stop, product].astype(np.float64)
     price = ledger.price[rows.start : rows.stop, product].astype(np.float64)
@@ -63,7 +66,8 @@ def price_optimum(ledger, cal: int, product: int, cost: float) -> float | None:
 
 
 def order_lines(store, items: list[dict], supplier: int) -> list[dict]:
-    """``rb_diag`` of an executed order's lines (``store``: a ``tools.StoreTools``)."""
+    """``rb_diag`` of an executed order's lines (``store``: a ``tools.StoreTools``; ``items``: the call's
+    ``items``): one dict a line, {sku_id, quality_rank, price_rank, quality, proxy_best}."""
     t, names = store.today, store.names
     out = []
     for item in items:
@@ -83,7 +87,8 @@ def order_lines(store, items: list[dict], supplier: int) -> list[dict]:
 
 
 def price_update(store, sku_id: str) -> dict:
-    """``rb_diag`` of an executed price update: p* and the proxy supplier's cost it uses."""
+    """``rb_diag`` of an executed price update: {"p_star": float or None, "cost": the proxy supplier's quote
+    it uses}."""
     t = store.today
     j = store.names.skus.index(str(sku_id))
     k = proxy_best(store.ledger, t.cal, j, t.suppliers.quote_price[j])

@@ -52,6 +52,8 @@ class DayDraft:
 
     # ------------------------------------------------------------------ tools
     def set_shelf_skus(self, sku_ids=None):
+        """The ``set_shelf_skus`` tool: the shelf becomes exactly ``sku_ids`` (a list of SKU strings, at most
+        the shelf's capacity). Returns (payload dict, text); ToolError for a bad list."""
         names, cap = self.store.names, int(self.store.today.shelf_capacity)
         js = names.sku_list(sku_ids, allow_empty=True)
         if len(js) > cap:
@@ -75,6 +77,8 @@ class DayDraft:
         return payload, text
 
     def modify_sku_price(self, sku_id, new_price):
+        """The ``modify_sku_price`` tool: the draft's price of ``sku_id`` becomes ``new_price`` (kept as
+        float32). Returns (payload dict, text); ToolError for a bad SKU or price."""
         if isinstance(new_price, bool) or not isinstance(new_price, (int, float)):
             raise ToolError("new_price must be a number")
         if not new_price > 0:
@@ -95,7 +99,8 @@ class DayDraft:
 
     def place_order(self, items=None, supplier_id=None, *, call: int = 0):
         """The ``place_order`` tool: check the arguments and the limits, build the lines, have the engine's
-        kernel pay them (whole or not at all), book a paid order and describe it.
+        kernel pay them (whole or not at all), book a paid order and describe it. Returns (payload dict,
+        text); a refused order's payload is {"error", "required", "available"}. ToolError for bad arguments.
 
         ``call``: the call's index in the day (ids and extra lead draws depend on it, not on timing).
         """
@@ -278,7 +283,8 @@ class DayDraft:
         return out
 
     def to_action(self) -> dict[str, np.ndarray]:
-        """The day as ``Action`` fields (numpy, one store): price, set_price, shelf, lines."""
+        """The day as ``Action`` fields (numpy, one store): price [J] float32, set_price and shelf [J] bool,
+        lines: dict of [L] arrays (product, supplier, units, lead, order int32; live bool)."""
         return {
             "price": self.prices,
             "set_price": self.set_price,

@@ -55,7 +55,9 @@ def _pick(options, item_id: str, salt: str = ""):
 def render(
     item_id: str, mode: int, target: int, need: bool, signed: float, names, explicit: bool = False
 ) -> tuple[str, str]:
-    """(title, content) of one item; ``names``: the catalogue's ``formats.Names``."""
+    """(title, content) strings of one item; ``names``: the catalogue's ``formats.Names``. ``mode``: the
+    item's ``rbjax.model.news`` mode, ``target`` its product or category index, ``need`` True for demand
+    (False: supply cost), ``signed`` its signed strength."""
     if mode == NEUTRAL:
         return _pick(_NEUTRAL, item_id)
     if mode == SKU_LEVEL:

@@ -15,7 +15,8 @@ from rbjax.agents.formats import Names, num
 
 
 def order_payload(names: Names, o: Order, cal: int) -> dict:
-    """One pending order as the tools show it; ``days_until_arrival`` counts from calendar day ``cal``."""
+    """One pending order as the tools show it (a JSON-ready dict); ``days_until_arrival`` counts from
+    calendar day ``cal``."""
     return {
         "order_id": o.order_id,
         "supplier_id": names.suppliers[o.supplier],
@@ -33,7 +34,7 @@ def order_payload(names: Names, o: Order, cal: int) -> dict:
 def end_today_report(
     names: Names, ledger: StoreLedger, capacity: int, today: Today, info, after: Today
 ) -> tuple[dict, str]:
-    """``end_today``'s (payload, text) for one store.
+    """``end_today``'s (payload: JSON-ready dict, text: str) for one store.
 
     ``info``: the day's ``DayInfo`` row (numpy; sold, returned, expired, stockout are [J]); ``ledger``
     already holds the day (``add_day``, ``add_orders``); ``today`` is the morning that ended, ``after`` the

@@ -218,7 +218,9 @@ def describe(spec: dict) -> str:
 
 
 def openai_functions(names=TOOL_NAMES) -> list[dict]:
-    """The tools as OpenAI function definitions (``describe``'s descriptions)."""
+    """The tools of ``names`` (default all 21), in ``TOOL_SPECS`` order, as OpenAI function definitions
+    (dicts: {"type": "function", "function": {name, description, parameters}}; ``describe``'s
+    descriptions)."""
     return [
         {
             "type": "function",

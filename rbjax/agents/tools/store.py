@@ -193,6 +193,8 @@ class StoreTools:
         return getattr(self, name)(**args)
 
     def add_note(self, content=None):
+        """The ``add_note`` tool: keep ``content`` (a non-empty string, at most ``MAX_NOTE`` characters) in
+        the ledger's notes. Returns (note dict {id, content, date}, text); ToolError otherwise."""
         if not isinstance(content, str) or not content.strip():
             raise ToolError("Note content must be a non-empty string")
         if len(content) > MAX_NOTE:
@@ -207,6 +209,8 @@ class StoreTools:
         return dict(note), text
 
     def remove_note(self, note_id=None):
+        """The ``remove_note`` tool: drop the note ``note_id``. Returns ({"removed": int, "remaining": int},
+        text); an unknown id is no error."""
         if not isinstance(note_id, str) or not note_id.strip():
             raise ToolError("note_id must be a non-empty string")
         before = len(self.ledger.notes)

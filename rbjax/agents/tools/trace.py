@@ -20,7 +20,9 @@ MAX_FIELD = 1_000_000  # characters of JSON kept of a call's arguments or payloa
 
 
 def record(store, name, args, payload, text, ok, elapsed, index, issued_by, source) -> dict:
-    """The trace record of one call of ``store`` (a ``tools.StoreTools``)."""
+    """The trace record (a JSON-ready dict, see the module docstring) of one call of ``store`` (a
+    ``tools.StoreTools``): tool ``name`` with ``args`` answered (``payload``, ``text``); ``ok``: it executed;
+    ``elapsed`` seconds; ``index``: the call's index in the day; ``issued_by``/``source`` as recorded."""
     t = store.today
     rec = {
         "ts": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
@@ -70,10 +72,13 @@ class TraceWriter:
             f.truncate(resume_at or 0)
 
     def flushed_size(self) -> int:
+        """Flush, then the file's size in bytes (what a checkpoint records for ``resume_at``)."""
         self.flush()
         return os.path.getsize(self.path)
 
     def write(self, rec: dict) -> None:
+        """Buffer one record (a ``record`` dict) until the next ``flush``; arguments or a payload over
+        ``MAX_FIELD`` characters of JSON are replaced by their size."""
         line = json.dumps(rec, ensure_ascii=False, default=_plain)
         if len(line) > MAX_FIELD:  # a huge argument or payload is replaced by its size (the text is capped)
             rec = dict(rec, args=_capped(rec.get("args")), result=dict(rec["result"]))
@@ -104,10 +109,10 @@ def _plain(x):
 
 
 def read(path: str, timing: bool = True, check=None) -> list[dict]:
-    """The records of a trace file; ``timing=False`` drops the fields that depend on wall time. A trace is
-    data from anyone: every line must be a JSON object, and ``check(where, record)`` (``where``: the file and
-    line) may check its fields. ValueError (one line, naming the file and line) for a missing or unreadable
-    file or a line that does not fit."""
+    """The records of a trace file (a list of dicts, in file order); ``timing=False`` drops the fields that
+    depend on wall time. A trace is data from anyone: every line must be a JSON object, and
+    ``check(where, record)`` (``where``: the file and line) may check its fields. ValueError (one line,
+    naming the file and line) for a missing or unreadable file or a line that does not fit."""
     recs, lines = [], []
     try:
         with open(path, encoding="utf-8") as f:
@@ -137,7 +142,7 @@ def read(path: str, timing: bool = True, check=None) -> list[dict]:
 def check_call(where: str, r: dict) -> None:
     """A ``tool_calls.jsonl`` record: the fields a replay, a rescore and the diagnostics read, each of its
     type (``where``: the file and line, named in the error)."""
-    from rbjax.runners.untrusted import bad, is_int, is_number
+    from rbjax.files.untrusted import bad, is_int, is_number
 
     def field(name, ok, want):
         if name in r and not ok(r[name]):
@@ -182,7 +187,7 @@ def check_call(where: str, r: dict) -> None:
 
 def check_tokens(where: str, r: dict) -> None:
     """A ``tokens.jsonl`` record: the counts the tables read."""
-    from rbjax.runners.untrusted import bad, is_int, is_number
+    from rbjax.files.untrusted import bad, is_int, is_number
 
     for name, ok, want in (
         ("total_tokens", is_number, "a number"),

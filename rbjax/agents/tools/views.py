@@ -14,8 +14,13 @@ import json
 import numpy as np
 
 from rbjax.agents.engine.ledger import Order, StoreLedger, Today
-from rbjax.agents.formats import Names, ToolError, count, num
+from rbjax.agents.formats import Names, ToolError, num
 from rbjax.agents.tools.report import order_payload
+from rbjax.agents.tools.supplier_views import (
+    view_current_date_supplier_prices,
+    view_supplier_price_history,
+    view_supplier_returns_avg_rate,
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -33,11 +38,14 @@ class StoreView:
 
 
 def view_funds_and_date(store):
+    """Today's date and funds: ({"funds": float, "current_date": ISO date}, text)."""
     date, funds = store.names.date(store.today.cal), float(store.funds)
     return {"funds": funds, "current_date": date}, f"Current date: {date}, funds balance: {funds:.2f}"
 
 
 def inventory_payload(store) -> dict:
+    """``view_inventory``'s payload: {sku: {quantity, waiting, incoming, on_shelf}} for every SKU, the
+    totals, the pending orders (``order_payload`` dicts) and the shelf {enabled, capacity, used, sku_ids}."""
     t, names = store.today, store.names
     pending = store.pending
     incoming = np.zeros(len(names.skus), np.int64)
@@ -71,6 +79,8 @@ def inventory_payload(store) -> dict:
 
 
 def view_inventory(store):
+    """(``inventory_payload``, text): a summary line, a line per SKU held, waiting or incoming, the
+    first 8 pending orders."""
     p = inventory_payload(store)
     head = f"Inventory summary: {p['total_skus']} SKUs, {p['total_items']} total items"
     if p["waiting_items"]:
@@ -103,6 +113,8 @@ def view_inventory(store):
 
 
 def view_shelf_status(store):
+    """({capacity, used, available, shelf_skus: sorted SKUs, on_shelf: {sku: {quantity, category, price,
+    in_stock}}}, text: a list and a markdown table)."""
     t, names = store.today, store.names
     on = [int(j) for j in np.flatnonzero(store.shelf)]
     cap, used = int(t.shelf_capacity), len(on)
@@ -134,6 +146,7 @@ def view_shelf_status(store):
 
 
 def view_sku_prices(store, sku_ids=None):
+    """({sku: price float} for ``sku_ids`` in their order, text: a markdown table)."""
     js = store.names.sku_list(sku_ids)
     payload = {store.names.skus[j]: float(store.prices[j]) for j in js}
     rows = [f"| {s} | {num(p)} |" for s, p in payload.items()]
@@ -141,6 +154,8 @@ def view_sku_prices(store, sku_ids=None):
 
 
 def view_sku_inventory_cost(store, sku_ids=None):
+    """({sku: {quantity, avg_cost, avg_days_in_stock, min_cost, max_cost}} over the store's lots (None
+    where none is held), text: a markdown table)."""
     t, names = store.today, store.names
     js = store.names.sku_list(sku_ids)
     payload, rows = {}, []
@@ -181,6 +196,9 @@ def view_sku_inventory_cost(store, sku_ids=None):
 
 
 def view_sales_profit_history(store, sku_ids=None, start_date=None, end_date=None, supplier_id=None):
+    """Recorded days of ``start_date``..``end_date`` (before today), optionally the units of one supplier:
+    ({sku: {daily: [{date, selling_price, units_sold, net_profit}], total_units, days, net_profit,
+    avg_selling_price}}, text: a markdown table per SKU)."""
     names, led = store.names, store.ledger
     js = names.sku_list(sku_ids)
     first, last = names.date_range(start_date, end_date)
@@ -223,71 +241,9 @@ def view_sales_profit_history(store, sku_ids=None, start_date=None, end_date=Non
     return payload, "\n\n".join(sections)
 
 
-def view_current_date_supplier_prices(store, sku_ids=None):
-    t, names = store.today, store.names
-    js = names.sku_list(sku_ids)
-    date = names.date(t.cal)
-    payload = {
-        names.skus[j]: [
-            {
-                "supplier_id": names.suppliers[k],
-                "sku_id": names.skus[j],
-                "date": date,
-                "price": float(t.suppliers.quote_price[j, k]),
-                "category": names.category[j],
-                "transport_days_min": int(t.world.transport_min[j, k]),
-                "transport_days_max": int(t.world.transport_max[j, k]),
-            }
-            for k in range(len(names.suppliers))
-        ]
-        for j in js
-    }
-    rows = [
-        f"| {names.suppliers[k]} | {names.skus[j]} | {num(t.suppliers.quote_price[j, k])} |"
-        for k in range(len(names.suppliers))
-        for j in js
-    ] or ["| - | - | - |"]
-    return payload, "\n".join(
-        [f"## Supplier prices on {date}", "", "| Supplier | SKU | Price |", "|---|---|---|", *rows]
-    )
-
-
-def view_supplier_price_history(store, sku_id=None, start_date=None, end_date=None, supplier_id=None):
-    names, led = store.names, store.ledger
-    if not isinstance(sku_id, str) or not sku_id.strip():
-        raise ToolError("sku_id is required")
-    (j,) = names.sku_list([sku_id])
-    first, last = names.date_range(start_date, end_date)
-    ks = range(len(names.suppliers)) if supplier_id is None else [names.supplier(supplier_id)]
-    payload = []
-    for cal in range(first, last + 1):
-        i = cal - led.first_cal
-        if 0 <= i < led.quotes_filled:
-            for k in ks:
-                payload.append(
-                    {
-                        "supplier_id": names.suppliers[k],
-                        "sku_id": names.skus[j],
-                        "date": names.date(cal),
-                        "price": float(led.quotes[i, j, k]),
-                    }
-                )
-    lines = [
-        f"## Historical supplier price records ({len(payload)} rows)",
-        f"- filters: supplier_id={supplier_id}, sku_id={names.skus[j]}, start={names.date(first)}, "
-        f"end={names.date(last)}",
-        "",
-        "| # | Supplier | SKU | Date | Price |",
-        "|---|---|---|---|---|",
-    ]
-    lines += [
-        f"| {n} | {r['supplier_id']} | {r['sku_id']} | {r['date']} | {num(r['price'])} |"
-        for n, r in enumerate(payload)
-    ]
-    return payload, "\n".join(lines)
-
-
 def view_sku_avg_ratings(store, sku_ids=None, start_date=None, end_date=None):
+    """({sku: mean rating float, or None without reviews} over the range (every recorded day without one),
+    text: a list)."""
     names, led = store.names, store.ledger
     js = names.sku_list(sku_ids)
     span = names.date_range(start_date, end_date, required=False)
@@ -301,97 +257,15 @@ def view_sku_avg_ratings(store, sku_ids=None, start_date=None, end_date=None):
     return payload, "\n".join(lines)
 
 
-def view_supplier_returns_avg_rate(store, supplier_id=None, start_date=None, end_date=None, sku_ids=None):
-    names, led = store.names, store.ledger
-    if supplier_id is None or (isinstance(supplier_id, str) and not supplier_id.strip()):
-        raise ToolError("supplier_id is required")
-    k = names.supplier(supplier_id)
-    first, last = names.date_range(start_date, end_date)
-    js = names.sku_list(sku_ids, allow_none=True)
-    js = range(len(names.skus)) if js is None else js
-    rows = led.rows(first, last)
-    per, table = {}, []
-    totals = dict(sold=0, ordered=0, den=0, returns=0.0, sold_den=0, sold_ret=0.0, ord_den=0, ord_ret=0.0)
-    rates = []
-    for j in js:
-        sold, ordered = int(led.sold_k[rows, j, k].sum()), int(led.ordered_k[rows, j, k].sum())
-        returns = float(led.returned_k[rows, j, k].sum())
-        den, source = (
-            (sold, "sold_count")
-            if sold
-            else ((ordered, "ordered_count_fallback") if ordered else (0, "none"))
-        )
-        rate = returns / den if den else None
-        per[names.skus[j]] = {
-            "sold_count": sold,
-            "ordered_count": ordered,
-            "denominator": den,
-            "denominator_source": source,
-            "return_count": count(returns),
-            "return_rate": rate,
-        }
-        totals["sold"] += sold
-        totals["ordered"] += ordered
-        totals["den"] += den
-        totals["returns"] += returns
-        if sold:
-            totals["sold_den"] += sold
-            totals["sold_ret"] += returns
-        elif ordered:
-            totals["ord_den"] += ordered
-            totals["ord_ret"] += returns
-        if rate is not None:
-            rates.append(rate)
-        shown = "-" if rate is None else f"{rate:.6f}"
-        table.append(
-            f"| {names.skus[j]} | {sold} | {ordered} | {den} | {source} | {count(returns)} | {shown} |"
-        )
-    ratio = lambda a, b: a / b if b else None
-    source = "sold_count" if totals["sold"] else ("ordered_count_fallback" if totals["ordered"] else "none")
-    payload = {
-        "supplier_id": names.suppliers[k],
-        "start_date": names.date(first),
-        "end_date": names.date(last),
-        "sku_count": len(per),
-        "sold_count": totals["sold"],
-        "ordered_count": totals["ordered"],
-        "denominator_count": totals["den"],
-        "denominator_source": source,
-        "return_count": count(totals["returns"]),
-        "average_return_rate": ratio(totals["returns"], totals["den"]),
-        "sold_based_return_rate": ratio(totals["sold_ret"], totals["sold_den"]),
-        "order_based_return_rate": ratio(totals["ord_ret"], totals["ord_den"]),
-        "average_sku_return_rate": sum(rates) / len(rates) if rates else None,
-        "skus": per,
-    }
-    fmt = lambda x: "-" if x is None else f"{x:.6f}"
-    lines = [f"## Supplier average return rate {payload['start_date']} ~ {payload['end_date']}"]
-    lines += [
-        f"- {key}: {payload[key]}" for key in ("supplier_id", "sku_count", "sold_count", "ordered_count")
-    ]
-    lines += [
-        f"- {key}: {payload[key]}" for key in ("denominator_count", "denominator_source", "return_count")
-    ]
-    lines += [
-        f"- {key}: {fmt(payload[key])}"
-        for key in (
-            "average_return_rate",
-            "sold_based_return_rate",
-            "order_based_return_rate",
-            "average_sku_return_rate",
-        )
-    ]
-    lines += ["", "| SKU | Sold Count | Ordered Count | Denominator | Source | Return Count | Return Rate |"]
-    lines += ["|---|---|---|---|---|---|---|", *table]
-    return payload, "\n".join(lines)
-
-
 def view_today_news(store):
+    """([{id, record_id: None, title}] today's items, text: a list)."""
     items = [{"id": n["id"], "record_id": None, "title": n["title"]} for n in store.news]
     return items, "\n".join(["## Today's news", *(f"- {n['id']}: {n['title']}" for n in items)])
 
 
 def view_news_detail(store, news_id=None):
+    """One item, today's or logged: ({record_id, id, title, content, date}, text: that dict as JSON);
+    ToolError for an unknown id."""
     if not isinstance(news_id, str) or not news_id.strip():
         raise ToolError("news_id is required")
     found = next((n for n in store.news if n["id"] == news_id.strip()), None)
@@ -406,6 +280,7 @@ def view_news_detail(store, news_id=None):
 
 
 def view_news_history(store, start_date=None, end_date=None):
+    """The logged items of the range: ([{record_id, id, title, content, date}], text: a list)."""
     first, last = store.names.date_range(start_date, end_date)
     items = [
         {key: n[key] for key in ("record_id", "id", "title", "content", "date")}
@@ -417,6 +292,7 @@ def view_news_history(store, start_date=None, end_date=None):
 
 
 def view_notes(store):
+    """({"total_notes": int, "notes": [{id, content, date}]}, text)."""
     notes = store.ledger.notes
     payload = {"total_notes": len(notes), "notes": [dict(n) for n in notes]}
     if not notes:

@@ -4,7 +4,7 @@
 tasks``), one sample per task, each scored with its session's reward (``rbjax.lm.rewards``);
 ``inspect eval rbjax/retail -T stores=N -T days=180 -T seed=S --model ...`` plays N stores from their
 opening day to the horizon or bankruptcy, RetailBench's own protocol, each scored with the paper's
-main-table metrics (``rbjax.runners.metrics.MAIN_TABLE`` and ``survived``), the stores of ``rbjax agents run
+main-table metrics (``rbjax.results.metrics.MAIN_TABLE`` and ``survived``), the stores of ``rbjax agents run
 --stores N --days D --seed S``.
 
 A sample's store is an ``rbjax.lm`` session of one ``SessionPool`` that every sample of the process shares, so
@@ -61,7 +61,7 @@ from rbjax.agents.llm.frameworks import Rules
 from rbjax.agents.llm.prompts import Prompts, catalog_text
 from rbjax.agents.tools.specs import TOOL_NAMES, TOOL_SPECS, openai_functions
 from rbjax.counts import need_count
-from rbjax.runners.metrics import MAIN_TABLE
+from rbjax.results.metrics import MAIN_TABLE
 
 EPISODE = "episode"  # the source policy named in a full episode's task ids: no slices folder, the opening day
 MEMORIES = ("day", "episode")
@@ -118,7 +118,8 @@ def retail(
 
 
 def tool_options(code_timeout: float | None, explicit_news: bool) -> dict:
-    """The ``StoreTools`` options of the task's arguments (what ``agents run``'s flags set)."""
+    """The ``StoreTools`` options of the task's arguments (what ``agents run``'s flags set): {explicit_news,
+    code_timeout (when given)}. ValueError for a code_timeout not > 0."""
     options = {"explicit_news": bool(explicit_news)}
     if code_timeout is not None:
         if not code_timeout > 0:
@@ -185,6 +186,7 @@ class Shared:
     free: asyncio.Semaphore | None = None
 
     def slots(self) -> asyncio.Semaphore:
+        """The semaphore of the pool's free slots on the running event loop (a new one for a new loop)."""
         loop = asyncio.get_running_loop()
         if self.loop is not loop:  # another eval's loop: every sample of the last one has left
             self.loop, self.free = loop, asyncio.Semaphore(self.pool.slots)
@@ -238,10 +240,10 @@ def episode_start(stores: int, days: int, seed: int, grouping: str, supplier_att
 
     from rbjax.agents.engine.batch import AgentEngine
     from rbjax.agents.runs import history
+    from rbjax.agents.runs.day_start import DayStart
     from rbjax.agents.runs.loop import make_stores
     from rbjax.env import make_env
-    from rbjax.lm.opening import DayStart
-    from rbjax.runners.snapshots import Snapshot
+    from rbjax.files.snapshots import Snapshot
 
     env, params = make_env(data, grouping, supplier_attempts, days)
     keys = jax.random.split(jax.random.key(seed), stores)
@@ -261,7 +263,7 @@ def episode_start(stores: int, days: int, seed: int, grouping: str, supplier_att
     news = len(engine.today(0).news.mode)
     # no news on show before the first morning: no slot stays (a fresh StoreTools' news_remain=None)
     past = history.ToolHistory(0, folder, ledgers, [[] for _ in ledgers], np.zeros((stores, news), np.int32))
-    return DayStart(folder, 0, manifest, env, params, snapshot, past)
+    return DayStart(folder, 0, manifest, "", env, params, snapshot, past)
 
 
 # ---------------------------------------------------------------------------------------------- a sample
@@ -366,7 +368,7 @@ class Game:
     def metrics(self) -> dict:
         """A full episode's main-table metrics (``metrics.store_metrics`` of its records) and ``survived``."""
         from rbjax.agents.runs.loop import stack_records
-        from rbjax.runners import metrics
+        from rbjax.results import metrics
 
         horizon = int(self.session.pool.params.horizon)
         row = metrics.store_metrics(stack_records({0: self.session.records}, horizon)).iloc[0]

@@ -105,8 +105,8 @@ class TaskRefused(ValueError):
 
 def task_of(spec):
     """The served Task a reset's ``task`` names: a served task's id, or its row unchanged
-    (``rbjax.lm.server.served_task``); TaskRefused (one line) otherwise."""
-    from rbjax.lm.server import served_task
+    (``rbjax.lm.http.protocol.served_task``); TaskRefused (one line) otherwise."""
+    from rbjax.lm.http.protocol import served_task
 
     try:
         return served_task(spec, TASKS, "GET /rbjax/tasks")
@@ -142,26 +142,13 @@ def __getattr__(name):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-@functools.cache
-def classes() -> dict:
-    """The OpenEnv classes, made on first use (so that importing this module needs no OpenEnv)."""
-    from typing import Any
-
-    from fastmcp import FastMCP
-    from fastmcp.exceptions import ToolError
-    from fastmcp.tools import Tool
-    from fastmcp.tools.base import ToolResult
-    from mcp.types import TextContent
-    from openenv.core.env_server.mcp_environment import MCPEnvironment
-    from openenv.core.env_server.mcp_types import CallToolObservation
+def _observation_classes() -> tuple[type, type]:
+    """(RbjaxState, MorningObservation): the pydantic models of ``state`` and of a reset's observation."""
     from openenv.core.env_server.types import Observation, State
     from pydantic import Field
-    from pydantic.json_schema import SkipJsonSchema
-
-    from rbjax.agents.tools.specs import TOOL_SPECS, openai_functions
-    from rbjax.lm.session import SessionError
 
     class RbjaxState(State):
+        # state: {episode_id, step_count} and the session's {session, task, day, done, reward}
         session: str | None = None
         task: str | None = None
         day: int | None = None
@@ -177,6 +164,19 @@ def classes() -> dict:
         tool_names: list = Field(default_factory=list)
         info: dict = Field(default_factory=dict)
 
+    return RbjaxState, MorningObservation
+
+
+def _forward_tool_class() -> type:
+    """ForwardTool: the fastmcp ``Tool`` class of the benchmark's tools, each bound to one environment."""
+    from typing import Any
+
+    from fastmcp.tools import Tool
+    from fastmcp.tools.base import ToolResult
+    from mcp.types import TextContent
+    from pydantic import Field
+    from pydantic.json_schema import SkipJsonSchema
+
     class ForwardTool(Tool):
         """A benchmark tool of one environment instance: the arguments go to the session as they are (a bad
         one is the tool's error text, not a schema error)."""
@@ -184,73 +184,132 @@ def classes() -> dict:
         env: SkipJsonSchema[Any] = Field(default=None, exclude=True)
 
         async def run(self, arguments: dict[str, Any]) -> ToolResult:
+            """The tool's answer: its text, and {"text", "done", "reward", "day"} as structured content."""
             out = await self.env.forward(self.name, arguments)
             return ToolResult(content=[TextContent(type="text", text=out["text"])], structured_content=out)
 
-    descriptions = {f["function"]["name"]: f["function"]["description"] for f in openai_functions()}
+    return ForwardTool
 
-    class RbjaxEnvironment(MCPEnvironment):
+
+def _mcp_server(env, forward_tool: type):
+    """A ``FastMCP`` server of the benchmark's tools (``TOOL_SPECS``, described as every face describes them),
+    each forwarding to ``env``."""
+    from fastmcp import FastMCP
+
+    from rbjax.agents.tools.specs import TOOL_SPECS, openai_functions
+
+    descriptions = {f["function"]["name"]: f["function"]["description"] for f in openai_functions()}
+    mcp = FastMCP("rbjax")
+    for spec in TOOL_SPECS:
+        mcp.add_tool(
+            forward_tool(
+                name=spec["name"],
+                description=descriptions[spec["name"]],
+                parameters=spec["parameters"],
+                output_schema=RESULT_SCHEMA,
+                env=env,
+            )
+        )
+    return mcp
+
+
+class _Episodes:
+    """The session half of ``RbjaxEnvironment`` (``_environment_class`` adds OpenEnv's): the instance's
+    ``rbjax.lm`` session of the module's pool, its episode id and step count. ``_state_cls`` and
+    ``_observation_cls``: RbjaxState and MorningObservation."""
+
+    async def reset_async(self, seed=None, episode_id=None, task=None, **kwargs):
+        """Open a session of ``task`` (a served task's id or row) on the server's loop, closing the previous
+        one: a MorningObservation. TaskRefused for a task not served."""
+        global _LOOP
+        _LOOP = asyncio.get_running_loop()
+        pool, found = _pool(), task_of(task)
+        self.drop()
+        # loading a store changes the engine's arrays: on the thread of the batched steps, never during one
+        self.session = await pool.aopen(found)
+        return self._opened(episode_id)
+
+    def reset(self, seed=None, episode_id=None, task=None, **kwargs):
+        """``reset_async`` from a thread outside the server's loop: a MorningObservation."""
+        pool, found = _pool(), task_of(task)
+        self.drop()
+        self.session = pool.open_between_steps(found)
+        return self._opened(episode_id)
+
+    def _opened(self, episode_id):
+        from rbjax.agents.tools.specs import TOOL_SPECS
+
+        s = self.session
+        self.episode_id, self.steps = episode_id, 0
+        return self._observation_cls(
+            text=s.morning,
+            session=s.id,
+            task=s.task.id,
+            tool_names=[t["name"] for t in TOOL_SPECS],
+            info=s.info(),
+            done=False,
+            reward=None,
+        )
+
+    async def forward(self, name: str, args: dict) -> dict:
+        """Tool ``name`` on the session: {"text", "done", "reward", "day"}; ToolError when no episode is open
+        or the session refuses the call."""
+        from fastmcp.exceptions import ToolError
+
+        from rbjax.lm.session import SessionError
+
+        s = self.session
+        if s is None:
+            raise ToolError("no episode: call reset(task=...) first")
+        try:
+            text = await s.acall(name, args)
+        except SessionError as e:
+            raise ToolError(str(e)) from None
+        return {"text": text, "done": s.done, "reward": s.reward, "day": s.day}
+
+    @property
+    def state(self):
+        """RbjaxState: the episode's id and steps, and the open session's id, task, day, done and reward."""
+        s = self.session
+        if s is None:
+            return self._state_cls(episode_id=self.episode_id, step_count=self.steps)
+        return self._state_cls(
+            episode_id=self.episode_id,
+            step_count=self.steps,
+            session=s.id,
+            task=s.task.id,
+            day=s.day,
+            done=s.done,
+            reward=s.reward,
+        )
+
+    def drop(self) -> None:
+        """Close the open session, if any (on the server's loop)."""
+        s, self.session = self.session, None
+        if s is not None:
+            _close_session(s)
+
+
+def _environment_class(state_cls: type, observation_cls: type, forward_tool: type) -> type:
+    """RbjaxEnvironment, the ``MCPEnvironment`` of one OpenEnv session (see the module's docstring)."""
+    from openenv.core.env_server.mcp_environment import MCPEnvironment
+    from openenv.core.env_server.mcp_types import CallToolObservation
+    from openenv.core.env_server.types import Observation
+
+    class RbjaxEnvironment(_Episodes, MCPEnvironment):
         """One OpenEnv session: an ``rbjax.lm`` session of the module's pool, opened by ``reset``."""
 
         SUPPORTS_CONCURRENT_SESSIONS = True
+        _state_cls, _observation_cls = state_cls, observation_cls
 
         def __init__(self):
-            mcp = FastMCP("rbjax")
-            for spec in TOOL_SPECS:
-                mcp.add_tool(
-                    ForwardTool(
-                        name=spec["name"],
-                        description=descriptions[spec["name"]],
-                        parameters=spec["parameters"],
-                        output_schema=RESULT_SCHEMA,
-                        env=self,
-                    )
-                )
-            super().__init__(mcp)
+            super().__init__(_mcp_server(self, forward_tool))
             self.session = None
             self.episode_id = None
             self.steps = 0
 
-        # -------------------------------------------------------------- episodes
-        async def reset_async(self, seed=None, episode_id=None, task=None, **kwargs) -> MorningObservation:
-            global _LOOP
-            _LOOP = asyncio.get_running_loop()
-            pool, found = _pool(), task_of(task)
-            self.drop()
-            # loading a store changes the engine's arrays: on the thread of the batched steps, never during one
-            self.session = await pool.aopen(found)
-            return self._opened(episode_id)
-
-        def reset(self, seed=None, episode_id=None, task=None, **kwargs) -> MorningObservation:
-            pool, found = _pool(), task_of(task)
-            self.drop()
-            self.session = pool.open_between_steps(found)
-            return self._opened(episode_id)
-
-        def _opened(self, episode_id) -> MorningObservation:
-            s = self.session
-            self.episode_id, self.steps = episode_id, 0
-            return MorningObservation(
-                text=s.morning,
-                session=s.id,
-                task=s.task.id,
-                tool_names=[t["name"] for t in TOOL_SPECS],
-                info=s.info(),
-                done=False,
-                reward=None,
-            )
-
-        async def forward(self, name: str, args: dict) -> dict:
-            s = self.session
-            if s is None:
-                raise ToolError("no episode: call reset(task=...) first")
-            try:
-                text = await s.acall(name, args)
-            except SessionError as e:
-                raise ToolError(str(e)) from None
-            return {"text": text, "done": s.done, "reward": s.reward, "day": s.day}
-
         async def step_async(self, action, timeout_s=None, **kwargs):
+            """OpenEnv's step (an MCP action), the observation's ``done`` and ``reward`` the session's."""
             obs = await super().step_async(action, timeout_s=timeout_s, **kwargs)
             self.steps += 1
             s = self.session
@@ -261,32 +320,21 @@ def classes() -> dict:
         def _step_impl(self, action, timeout_s=None, **kwargs) -> Observation:
             return Observation(metadata={"error": f"rbjax takes MCP tool calls, not {type(action).__name__}"})
 
-        @property
-        def state(self) -> RbjaxState:
-            s = self.session
-            if s is None:
-                return RbjaxState(episode_id=self.episode_id, step_count=self.steps)
-            return RbjaxState(
-                episode_id=self.episode_id,
-                step_count=self.steps,
-                session=s.id,
-                task=s.task.id,
-                day=s.day,
-                done=s.done,
-                reward=s.reward,
-            )
-
-        def drop(self) -> None:
-            s, self.session = self.session, None
-            if s is not None:
-                _close_session(s)
-
         def close(self) -> None:
+            """OpenEnv closes the instance: close its session too."""
             self.drop()
             super().close()
 
+    return RbjaxEnvironment
+
+
+@functools.cache
+def classes() -> dict:
+    """The OpenEnv classes, made on first use (so that importing this module needs no OpenEnv):
+    {"RbjaxEnvironment", "RbjaxState", "MorningObservation": class}."""
+    state_cls, observation_cls = _observation_classes()
     return {
-        "RbjaxEnvironment": RbjaxEnvironment,
-        "RbjaxState": RbjaxState,
-        "MorningObservation": MorningObservation,
+        "RbjaxEnvironment": _environment_class(state_cls, observation_cls, _forward_tool_class()),
+        "RbjaxState": state_cls,
+        "MorningObservation": observation_cls,
     }

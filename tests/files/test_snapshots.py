@@ -1,4 +1,4 @@
-"""rbjax.runners.snapshots: save/load a batch of stores, continue it bit for bit, fork it into branches.
+"""rbjax.files.snapshots: save/load a batch of stores, continue it bit for bit, fork it into branches.
 
 Every run here is the same program (4 stores a call, 4 days a call, per-store oracle params, full records), so
 the file compiles one reset and one day (about 30 s on a 2-core CPU) and every other run is milliseconds.
@@ -12,8 +12,9 @@ import pytest
 
 from rbjax.config import EnvConfig
 from rbjax.env import Env
+from rbjax.files import snapshots
 from rbjax.policies.oracle import OracleParams, oracle
-from rbjax.runners import snapshots
+from rbjax.runners import continuation
 from rbjax.runners.rollout import rollout
 
 STORES, CALL, DAY = 8, 4, 4  # base stores; stores and days a call; the snapshot's day
@@ -63,7 +64,7 @@ def test_continued_snapshot_matches_the_uninterrupted_run(env, straight, base, s
     assert snap.day == DAY and snap.num_stores == STORES and snap.params is None
     assert snap.config == env.config and not _equal(jax.random.key_data(snap.keys), jax.random.key_data(keys))
     assert not _equal(snap.state, base[1])
-    rec, final = snapshots.resume(
+    rec, final = continuation.resume(
         env, oracle, snapshots.per_branch([A], STORES), snap, DAY, days_per_call=DAY, **RUN
     )
     assert rec.sold.shape[:2] == (STORES, DAY) and rec.sold.sum() > 0
@@ -117,7 +118,7 @@ def test_bad_files_and_inputs_are_refused(env, base, keys, saved, tmp_path):
     with pytest.raises(ValueError, match="needs its keys"):
         snapshots.fork(snap.state, groups=2)
     with pytest.raises(ValueError, match="days must be"):
-        snapshots.resume(env, oracle, A, snap, 0)
+        continuation.resume(env, oracle, A, snap, 0)
 
 
 @pytest.fixture(scope="module")
@@ -130,7 +131,7 @@ def forks(env, saved):
     for common in (True, False):
         branches = snapshots.fork(two, groups=2, common_random=common)
         assert branches.num_stores == 4 and branches.day == DAY
-        out[common] = snapshots.resume(env, oracle, snapshots.per_branch([A], 4), branches, DAY, **RUN)
+        out[common] = continuation.resume(env, oracle, snapshots.per_branch([A], 4), branches, DAY, **RUN)
     return out
 
 
@@ -171,7 +172,7 @@ def test_common_random_numbers_shrink_the_variance_of_a_policy_difference(env, p
     diff = {}
     for common in (True, False):
         branches, branch_keys = snapshots.fork(state, keys, groups=2, common_random=common)
-        _, final = snapshots.rollout_from(
+        _, final = continuation.rollout_from(
             env, oracle, both, params, branches, branch_keys, DAY, 2 * DAY, days_per_call=DAY, **RUN
         )
         nw = np.asarray(final.net_worth, np.float64).reshape(n, 2)

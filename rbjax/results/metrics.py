@@ -18,8 +18,8 @@ import jax
 import numpy as np
 import pandas as pd
 
-from rbjax.runners import paper, stats
-from rbjax.runners.records import DaySummary, summarize
+from rbjax.results import paper, stats
+from rbjax.results.records import DaySummary, summarize
 from rbjax.state import DayInfo
 
 MAIN_TABLE = (

@@ -1,11 +1,11 @@
 """A slices folder (``rbjax run ... --save-states DIR --every D``) as a library: its snapshots and manifest.
 
-A slices folder holds ``day_{D:03d}.npz`` (``rbjax.runners.snapshots``: every store after D days, with the
+A slices folder holds ``day_{D:03d}.npz`` (``rbjax.files.snapshots``: every store after D days, with the
 run's params; ``snapshot_name``) and ``slices.json`` (the run that made them: policy, checkpoint, seed,
 stores, days, every, grouping, supplier attempts, data, and the files by day; ``write_manifest``,
 ``read_manifest``). ``slice_files`` lists the snapshots; ``open_slices_folder`` picks the one an agent starts
 from. A slices folder may come from anyone: its manifest is data, every field checked, and every error is a
-one-line ``ValueError`` (worded with the command's flags, ``--from-states`` and ``--at``).
+one-line ``ValueError`` (an ``ArgumentError`` naming ``from_states`` or ``at`` where the argument is at fault).
 """
 
 from __future__ import annotations
@@ -15,7 +15,8 @@ import json
 import os
 import re
 
-from rbjax.runners.record_files import atomic_file
+from rbjax.arguments import ArgumentError
+from rbjax.files.record_files import atomic_file
 
 SLICES = "slices.json"
 
@@ -62,8 +63,8 @@ def write_manifest(
 def read_manifest(folder: str) -> dict:
     """``slices.json`` of a slices folder (read from anyone: data, every field the agents read checked);
     ValueError (one line) naming the file and the field."""
+    from rbjax.files.untrusted import DAYS_MAX, MAX_STORES, bad, is_int, read_json
     from rbjax.policies import NAMES
-    from rbjax.runners.untrusted import DAYS_MAX, MAX_STORES, bad, is_int, read_json
 
     path = os.path.join(folder, SLICES)
     manifest = read_json(path, "slices manifest")
@@ -95,23 +96,28 @@ def slice_files(folder: str, at: str | None = None) -> list[tuple[int, str]]:
     """[(day, path)] of the snapshots in ``folder`` (all, or the days of ``at``: comma-separated days), by day;
     ValueError (one line) for a missing folder, no snapshots, or a day it has no snapshot of."""
     if not os.path.isdir(folder):
-        raise ValueError(f"--from-states {folder}: not a folder")
+        raise ArgumentError(f"{{from_states}} {folder}: not a folder", "from_states")
     found = {}
     for name in os.listdir(folder):
         m = re.fullmatch(r"day_(\d+)\.npz", name)
         if m:
             found[int(m.group(1))] = os.path.join(folder, name)
     if not found:
-        raise ValueError(f"--from-states {folder}: no snapshots (day_DDD.npz, written by --save-states)")
+        raise ArgumentError(
+            f"{{from_states}} {folder}: no snapshots (day_DDD.npz, written by {{save_states}})",
+            "from_states",
+            "save_states",
+        )
     if at:
         try:
             days = [int(x) for x in at.split(",") if x.strip()]
         except ValueError:
-            raise ValueError(f"--at {at}: expected comma-separated days") from None
+            raise ArgumentError(f"{{at}} {at}: expected comma-separated days", "at") from None
         missing = [d for d in days if d not in found]
         if missing:
-            raise ValueError(
-                f"--at: no snapshot of day {missing[0]} in {folder} (it has days {', '.join(map(str, sorted(found)))})"
+            has = ", ".join(map(str, sorted(found)))
+            raise ArgumentError(
+                f"{{at}}: no snapshot of day {missing[0]} in {folder} (it has days {has})", "at"
             )
         found = {d: found[d] for d in days}
     return sorted(found.items())
@@ -137,11 +143,12 @@ def open_slices_folder(folder: str, at: str | int | None = None) -> SliceStart:
     if len(files) > 1:
         days = ", ".join(str(d) for d, _ in files)
         if at:
-            raise ValueError(f"--at {at}: agents start from one day (one of {days})")
-        raise ValueError(f"--at D is needed: {folder} holds snapshots of days {days}")
+            raise ArgumentError(f"{{at}} {at}: agents start from one day (one of {days})", "at")
+        raise ArgumentError(f"{{at}} D is needed: {folder} holds snapshots of days {days}", "at")
     (day, path), manifest_path = files[0], os.path.join(folder, SLICES)
     if not os.path.exists(manifest_path):
-        raise ValueError(
-            f"--from-states {folder}: no {SLICES} (the folder `rbjax run --save-states` writes has one)"
+        raise ArgumentError(
+            f"{{from_states}} {folder}: no {SLICES} (the folder `rbjax run --save-states` writes has one)",
+            "from_states",
         )
     return SliceStart(folder, day, path, read_manifest(folder))

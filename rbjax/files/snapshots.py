@@ -1,4 +1,5 @@
-"""Snapshots of a batch of stores: save, load, continue bit for bit, and fork into branches.
+"""Snapshots of a batch of stores: save, load, and fork into branches (``rbjax.runners.continuation`` continues
+them bit for bit).
 
 A rollout's randomness for store ``b`` comes from its episode key ``keys[b]`` alone: the reset uses
 ``split(keys[b])[0]`` and rollout day ``d`` (0 = the opening day) uses ``fold_in(split(keys[b])[1], d)``,
@@ -12,17 +13,17 @@ number of days run so far pin down the rest of the key stream, and a ``Snapshot`
 - ``params``: the EnvParams the run used (None: ``env.default_params()``);
 - the engine config (EnvConfig) and a fingerprint of the catalogue, which ``load`` checks against the env.
 
-``rollout_from`` continues a batch from any (state, keys, day): its records are the uninterrupted run's
-records of days ``day .. day + days - 1``. ``fork`` copies every store into ``groups`` branches with the same
+``continuation.rollout_from`` continues a batch from any (state, keys, day): its records are the uninterrupted
+run's records of days ``day .. day + days - 1``. ``fork`` copies every store into ``groups`` branches with the same
 key stream (common random numbers: every branch sees the same demand luck) or independent ones.
 
 >>> recs, state = rbjax.rollout(env, oracle, OracleParams.default(), params, keys, days=30)
 >>> snapshots.save("day30.npz", env, state, keys, day=30)
 >>> snap = snapshots.load("day30.npz", env)
->>> more, final = snapshots.resume(env, oracle, OracleParams.default(), snap, days=30)   # days 30 .. 59
+>>> more, final = continuation.resume(env, oracle, OracleParams.default(), snap, days=30)  # days 30 .. 59
 >>> branches = snapshots.fork(snap, groups=2)                                            # [2B] stores
 >>> both = snapshots.per_branch([OracleParams.default(), OracleParams.default(multiplier=4.0)], len(keys))
->>> recs, final = snapshots.resume(env, oracle, both, branches, days=30, policy_axes=0)
+>>> recs, final = continuation.resume(env, oracle, both, branches, days=30, policy_axes=0)
 """
 
 from __future__ import annotations
@@ -43,10 +44,9 @@ from rbjax.checks import is_concrete, need_count
 from rbjax.config import EnvConfig
 from rbjax.data.catalog import FIELDS, Catalog
 from rbjax.env import Env
+from rbjax.files.record_files import atomic_file
+from rbjax.files.untrusted import bad, json_object, need, need_array, need_dict, need_int, read_npz, shown
 from rbjax.params import EnvParams
-from rbjax.runners.record_files import atomic_file
-from rbjax.runners.rollout import Policy, rollout
-from rbjax.runners.untrusted import bad, json_object, need, need_array, need_dict, need_int, read_npz, shown
 from rbjax.state import EnvState
 
 FORMAT = "rbjax-snapshot"
@@ -133,9 +133,9 @@ def save(
     has run (``rollout(..., days=day)``, or the ``day + days`` of a continuation). params: the EnvParams the
     run used, if not ``env.default_params()`` (unbatched, or leaves with a leading [B] axis).
     """
-    keys = _check_keys(keys)
-    day = _check_day(day)
-    _check_state(env, state, keys.shape[0], "state")
+    keys = check_keys(keys)
+    day = check_day(day)
+    check_batch_state(env, state, keys.shape[0], "state")
     arrays: dict[str, np.ndarray] = {}
     for p, leaf in jax.tree_util.tree_flatten_with_path(state)[0]:
         arrays["state" + jax.tree_util.keystr(p)] = np.asarray(leaf)
@@ -275,7 +275,7 @@ def state_template(env: Env) -> EnvState:
 
 
 # ---------------------------------------------------------------------------------------------- checks
-def _check_keys(keys) -> jax.Array:
+def check_keys(keys) -> jax.Array:
     if not (isinstance(keys, jax.Array) and jnp.issubdtype(keys.dtype, jax.dtypes.prng_key)):
         raise ValueError(
             "keys must be a 1-D batch of typed PRNG keys (jax.random.key / jax.random.split), "
@@ -286,13 +286,13 @@ def _check_keys(keys) -> jax.Array:
     return keys
 
 
-def _check_day(day) -> int:
+def check_day(day) -> int:
     if isinstance(day, bool) or int(day) != day or int(day) < 0:
         raise ValueError(f"day must be an int >= 0 (rollout days completed), got {day!r}")
     return int(day)
 
 
-def _check_state(env: Env, state, stores: int, what: str) -> None:
+def check_batch_state(env: Env, state, stores: int, what: str) -> None:
     """``state``: an EnvState batch of ``stores`` stores for ``env``; ValueError naming the first misfit."""
     if not isinstance(state, EnvState):
         raise ValueError(f"{what} must be an EnvState batch, got {type(state).__name__}")
@@ -308,84 +308,6 @@ def _check_state(env: Env, state, stores: int, what: str) -> None:
             )
 
 
-# ---------------------------------------------------------------------------------------------- continue
-def rollout_from(
-    env: Env,
-    policy: Policy,
-    policy_params,
-    env_params: EnvParams,
-    state: EnvState,
-    keys: jax.Array,
-    day: int,
-    days: int,
-    *,
-    policy_axes=None,
-    env_axes=None,
-    records: str = "summary",
-    devices: Sequence[jax.Device] | None = None,
-    store_chunk: int | None = None,
-    days_per_call: int | None = None,
-    progress: bool | int = False,
-):
-    """Continue ``B`` stores for ``days`` days from ``state`` after ``day`` rollout days.
-
-    state: EnvState, leaves [B, ...] (what ``rollout`` returned after ``day`` days, or ``load``/``fork`` gave).
-    keys: [B] the episode keys ``rollout`` started from (day ``d`` uses ``fold_in(split(key)[1], d)``, as in
-    ``rollout``). The records are the uninterrupted ``rollout``'s records of days ``day .. day + days - 1``, bit
-    for bit, and the final state its final state. The morning's observation is recomputed from the state
-    (``env.observe``), as the step computes it.
-    store_chunk: stores per jitted call (default: all ``B``; results are host arrays when there are several
-    chunks). days_per_call: days per jitted call (default: ``days``); calls of one length compile once, so a
-    long continuation in calls of a fixed length reuses one program. progress: a line per call (``rollout``).
-    Other arguments as ``rollout``.
-    Returns (records with leading axes [B, days], final EnvState [B, ...]).
-    """
-    keys = _check_keys(keys)
-    day = _check_day(day)
-    need_count("days", days, whole=True)
-    n = int(keys.shape[0])
-    _check_state(env, state, n, "state")
-    return rollout(
-        env,
-        policy,
-        policy_params,
-        env_params,
-        keys,
-        int(days),
-        policy_axes=policy_axes,
-        env_axes=env_axes,
-        records=records,
-        progress=progress,
-        devices=devices,
-        store_chunk=n if store_chunk is None else store_chunk,
-        state=state,
-        first_day=day,
-        days_per_call=days_per_call,
-    )
-
-
-def resume(env: Env, policy: Policy, policy_params, snapshot: Snapshot, days: int, **kwargs):
-    """``rollout_from`` a Snapshot: its state, keys, day and params (``Snapshot.env_params``).
-
-    Pass ``env_axes=0`` when the snapshot's params have a per-store leading axis. Returns (records [B, days],
-    final EnvState [B, ...]); the snapshot after them is ``Snapshot(final, snapshot.keys, snapshot.day + days,
-    snapshot.params)``.
-    """
-    if not isinstance(snapshot, Snapshot):
-        raise ValueError(f"resume takes a Snapshot, got {type(snapshot).__name__}")
-    return rollout_from(
-        env,
-        policy,
-        policy_params,
-        snapshot.env_params(env),
-        snapshot.state,
-        snapshot.keys,
-        snapshot.day,
-        days,
-        **kwargs,
-    )
-
-
 # ---------------------------------------------------------------------------------------------- forks
 def fork(snapshot_or_state, keys: jax.Array | None = None, groups: int = 2, common_random: bool = True):
     """Copy each of ``B`` stores into ``groups`` branches: ``B * groups`` stores, store-major (store ``b``'s
@@ -398,7 +320,7 @@ def fork(snapshot_or_state, keys: jax.Array | None = None, groups: int = 2, comm
     ``fold_in(key, g)``, an independent stream derived from the store's key and the branch index. The supplier
     world (its quotes and news) is part of the state and shared by the branches either way.
     Returns a Snapshot (its params unchanged: repeat per-store params with ``repeat_stores``) for a Snapshot, else
-    (state [B * groups, ...], keys [B * groups]). Continue with ``resume`` / ``rollout_from`` at the same day.
+    (state [B * groups, ...], keys [B * groups]). Continue with ``continuation.resume`` at the same day.
     """
     groups = need_count("groups", groups, whole=True)
     snap = snapshot_or_state if isinstance(snapshot_or_state, Snapshot) else None
@@ -407,7 +329,7 @@ def fork(snapshot_or_state, keys: jax.Array | None = None, groups: int = 2, comm
         if snap is None:
             raise ValueError("fork of a state needs its keys ([B] episode keys)")
         keys = snap.keys
-    keys = _check_keys(keys)
+    keys = check_keys(keys)
     if not isinstance(state, EnvState):
         raise ValueError(f"fork takes a Snapshot or an EnvState batch, got {type(state).__name__}")
     n = int(keys.shape[0])

@@ -120,7 +120,7 @@ def plot_survival(
     its curve is taken and its store count known). stores: {label: store count} for the legend of a curve
     given as shares (an alive array's count is its own).
     """
-    from rbjax.runners.stats import survival_curve
+    from rbjax.results.stats import survival_curve
 
     if not curves:
         raise ValueError("plot_survival needs at least one curve")

@@ -1,10 +1,10 @@
-"""rbjax.runners.stats: the bootstrap interval covers the mean as often as it says and narrows like 1/sqrt(n);
+"""rbjax.results.stats: the bootstrap interval covers the mean as often as it says and narrows like 1/sqrt(n);
 iqm, describe and survival_curve against hand-computed values; bad input is refused."""
 
 import numpy as np
 import pytest
 
-from rbjax.runners import stats
+from rbjax.results import stats
 
 
 def test_bootstrap_ci_covers_the_true_mean_about_as_often_as_its_level():

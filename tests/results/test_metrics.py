@@ -1,4 +1,4 @@
-"""rbjax.runners.metrics and sweep: metrics against hand-computed records, sweep rows against their points."""
+"""rbjax.results.metrics and sweep: metrics against hand-computed records, sweep rows against their points."""
 
 import jax
 import jax.numpy as jnp
@@ -7,8 +7,8 @@ import pytest
 
 import rbjax
 from rbjax.policies import OracleParams, null_policy, oracle
-from rbjax.runners import metrics, paper
-from rbjax.runners.records import DaySummary
+from rbjax.results import metrics, paper
+from rbjax.results.records import DaySummary
 
 
 def _records():
@@ -154,7 +154,7 @@ def test_sweep_result_plot_saves_the_figure_at_path(tmp_path):
 
 
 def test_compare_and_format_compare_give_the_bootstrap_interval_the_min_and_the_stores():
-    from rbjax.runners import stats
+    from rbjax.results import stats
 
     values = [100_000.0, 200_000.0, 400_000.0]
     table = _constant_table(final_net_worth=values, return_ratio=[0.01, np.nan, 0.03])
@@ -184,7 +184,7 @@ def test_compare_and_format_compare_give_the_bootstrap_interval_the_min_and_the_
 
 
 def test_survival_from_the_table_the_line_and_the_figure(tmp_path):
-    from rbjax.runners.plots import plot_survival
+    from rbjax.results.plots import plot_survival
 
     records = _records()
     alive = metrics.alive_by_day(metrics.store_metrics(records).survival_days, 4)
