@@ -73,6 +73,17 @@ class DayStart:
         done = np.asarray(self.snapshot.state.done, bool)
         return [s for s in range(n) if not done[s]]
 
+    def count(self, stores: int | None) -> int:
+        """The number of stores asked for: ``stores`` (1 .. the snapshot's), or the snapshot's all when None;
+        ``ArgumentError`` naming ``stores`` otherwise."""
+        n = self.snapshot.num_stores
+        S = n if stores is None else stores
+        if not 1 <= S <= n:
+            raise ArgumentError(
+                f"{{stores}} {S}: the snapshot of day {self.day} in {self.folder} holds {n} stores", "stores"
+            )
+        return int(S)
+
     def source_policy(self) -> tuple:
         """(policy, params) of the run's policy (its checkpoint and greediness from the manifest); ValueError
         (one line) naming the folder when it cannot be made."""
@@ -257,12 +268,7 @@ def open_day_start(
             f"{{from_states}} {folder}: the snapshot's params are per store; tasks need one set",
             "from_states",
         )
-    n = start.snapshot.num_stores
-    S = n if stores is None else stores
-    if not 1 <= S <= n:
-        raise ArgumentError(
-            f"{{stores}} {S}: the snapshot of day {start.day} in {folder} holds {n} stores", "stores"
-        )
+    S = start.count(stores)
     if days is not None:
         check_slice_days(start.day, days, start.horizon, name="days")
     start.history = start.history_of(S, progress, note)

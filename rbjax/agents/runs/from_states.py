@@ -133,13 +133,8 @@ def _slice_size(start: DayStart, stores, days: int | None) -> tuple[list[int] | 
         except ValueError as e:
             raise ValueError(f"the snapshot of day {start.day} in {start.folder}: {e}") from None
         stores = len(ids)
-    elif stores is None:
-        stores = n
-    elif stores > n:
-        raise ArgumentError(
-            f"{{stores}} {stores}: the snapshot of day {start.day} in {start.folder} holds {n} stores",
-            "stores",
-        )
+    else:
+        stores = start.count(stores)
     if days is None:
         days = start.horizon - start.day
     check_slice_days(start.day, days, start.horizon, name="days")
