@@ -338,7 +338,7 @@ def main() -> None:
     print(table.to_string(index=False, float_format=lambda x: f"{x:,.1f}"))
     if not server_sizes:
         return
-    api_rates = {r["sessions"]: r["tool_calls_per_s"] for r in rows}
+    api_rates = {r["sessions"]: r["tool_calls_per_s"] for r in rows if r["tail"] == tails[0]}  # the server's
     for n in server_sizes:
         if n not in api_rates:
             api_rates[n] = measure(pool, tasks, n)["tool_calls_per_s"]

@@ -1,11 +1,13 @@
-"""A session's reward: its store's net-worth gain over the task's days against the reference's.
+"""A session's reward: its store's net-worth gain over the task's days and their continuation against the
+reference's.
 
-Every rollout of a task is scored over the same days: a session that stops deciding early is played to the
-horizon with no new decisions (prices and shelf kept, no orders), and a bankrupt store ends its episode with
-the net worth it went bankrupt with. With G the session's gain and R the reference's (``Task.reference_gain``,
-same store, days and random numbers):
+Every rollout of a task is scored over the same days: the task's ``days`` decided days, then ``tail`` days of
+the task's reference policy (the continuation, played in the session's engine). A session that stops deciding
+early is played to the end of its decided days with no new decisions (prices and shelf kept, no orders), and a
+bankrupt store ends its episode with the net worth it went bankrupt with. With G the session's gain and R the
+reference's over all ``days + tail`` days (``Task.reference_gain``, same store, days and random numbers):
 
-- ``relative`` (the default): (G - R) / scale, where scale = max(|R|, rent x days): 0 for a session that
+- ``relative`` (the default): (G - R) / scale, where scale = max(|R|, rent x (days + tail)): 0 for a session that
   does what the reference does, 1 for one that gains twice a profitable reference's gain; the rent floor
   keeps the reward finite where the reference gains about nothing.
 - ``gain``: G, in dollars.

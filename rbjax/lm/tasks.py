@@ -187,9 +187,10 @@ def make_tasks(
     for day in days_in:
         start = open_day_start(folder, day, stores=stores, days=days, progress=progress, note=note)
         check_tail(day, days, int(tail), start.horizon)
-        gains = reference_gains(start, days + tail, reference)
-        for s in start.open_stores(stores):
-            tasks.append(task_of(start, s, days, reference, float(gains[s]), int(tail)))
+        rows = start.open_stores(stores)
+        gains = reference_gains(start, days + tail, reference, rows)
+        for s, gain in zip(rows, gains, strict=True):
+            tasks.append(task_of(start, s, days, reference, float(gain), int(tail)))
     return tasks
 
 
@@ -205,25 +206,26 @@ def check_tail(day: int, days: int, tail: int, horizon: int) -> None:
         )
 
 
-def reference_gains(start, days: int, reference: str) -> np.ndarray:
-    """[S] the reference policy's net-worth gain over ``days`` days (a task's decided days and its tail) from
-    ``start``'s snapshot stores, played through the tools on an agent engine (``history.warm_up``): the step
+def reference_gains(start, days: int, reference: str, rows=None) -> np.ndarray:
+    """[n] the reference policy's net-worth gain over ``days`` days (a task's decided days and its tail) from
+    ``start``'s snapshot stores ``rows`` (default: all; a store's gain does not depend on the others played
+    beside it), played through the tools on an agent engine (``history.warm_up``): the step
     program a session's store takes, so the reference played through a session gains exactly this.
     (``rollout``'s scan is another XLA program: a float it keeps may differ from the agent engine's by an ulp,
     and a decision on it may then differ.)"""
     from rbjax import policies
     from rbjax.agents.engine.batch import AgentEngine
-    from rbjax.agents.runs.day_start import seat
+    from rbjax.agents.runs.day_start import seat, take_stores
     from rbjax.agents.runs.history import warm_up
 
     snap, env = start.snapshot, start.env
+    rows = list(range(snap.num_stores) if rows is None else rows)
     policy, policy_params = policies.make(reference, env)
-    engine = AgentEngine(env, start.params, snap.keys)
-    every = range(snap.num_stores)
-    stores = seat(engine, every, snap, every)
-    before = np.asarray(engine.host["net_worth"], np.float64)[: snap.num_stores]
+    engine = AgentEngine(env, start.params, take_stores(snap, rows).keys)
+    stores = seat(engine, range(len(rows)), snap, rows)
+    before = np.asarray(engine.host["net_worth"], np.float64)[: len(rows)]
     warm_up(engine, stores, policy, policy_params, snap.day + days)
-    after = np.asarray(engine.host["net_worth"], np.float64)[: snap.num_stores]
+    after = np.asarray(engine.host["net_worth"], np.float64)[: len(rows)]
     return after - before
 
 

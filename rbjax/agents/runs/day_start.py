@@ -131,11 +131,19 @@ def read_day(folder: str, at: str | int | None = None, data: str | None = None) 
     from rbjax.env import make_env
     from rbjax.files import snapshots
     from rbjax.files.slices_folder import open_slices_folder
+    from rbjax.runners import programs
 
     start = open_slices_folder(folder, at)
     m = start.manifest
-    data = m.get("data") if data is None else data
-    env, _ = make_env(data, m["grouping"], m["supplier_attempts"], m.get("days", 180))  # OptionError
+    parts = (
+        m.get("data") if data is None else data,
+        m["grouping"],
+        m["supplier_attempts"],
+        m.get("days", 180),
+    )
+    # one env per process for these options (an OptionError names the option), so the days of one folder
+    # share its compiled programs
+    env, _ = programs.cached("day_start.env", lambda: make_env(*parts), parts=parts)
     snap = snapshots.load(start.path, env)
     params = snap.env_params(env)
     snap = dataclasses.replace(snap, state=jax.tree.map(np.asarray, snap.state), params=params)

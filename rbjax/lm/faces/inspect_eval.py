@@ -59,7 +59,7 @@ from pydantic import Field
 
 from rbjax.agents.llm.frameworks import Rules
 from rbjax.agents.llm.prompts import Prompts, catalog_text
-from rbjax.agents.tools.specs import TOOL_NAMES, TOOL_SPECS, openai_functions
+from rbjax.agents.tools.specs import TOOL_NAMES, TOOL_SPECS, describe
 from rbjax.counts import need_count
 from rbjax.results.metrics import MAIN_TABLE
 
@@ -322,8 +322,7 @@ class Game:
     def tools(self) -> list[Tool]:
         """The 21 tools bound to this store: the benchmark's names, descriptions and schemas, run in the
         order called, their texts uncut."""
-        described = {f["function"]["name"]: f["function"]["description"] for f in openai_functions()}
-        return [self._tool(spec["name"], described[spec["name"]], spec["parameters"]) for spec in TOOL_SPECS]
+        return [self._tool(spec["name"], describe(spec), spec["parameters"]) for spec in TOOL_SPECS]
 
     def _tool(self, name: str, description: str, parameters: dict) -> Tool:
         async def execute(**kwargs: Any) -> str:

@@ -196,15 +196,14 @@ def _mcp_server(env, forward_tool: type):
     each forwarding to ``env``."""
     from fastmcp import FastMCP
 
-    from rbjax.agents.tools.specs import TOOL_SPECS, openai_functions
+    from rbjax.agents.tools.specs import TOOL_SPECS, describe
 
-    descriptions = {f["function"]["name"]: f["function"]["description"] for f in openai_functions()}
     mcp = FastMCP("rbjax")
     for spec in TOOL_SPECS:
         mcp.add_tool(
             forward_tool(
                 name=spec["name"],
-                description=descriptions[spec["name"]],
+                description=describe(spec),
                 parameters=spec["parameters"],
                 output_schema=RESULT_SCHEMA,
                 env=env,
