@@ -245,11 +245,14 @@ class Env:
         )
 
     def privileged(self, state: EnvState, params: EnvParams) -> Privileged:
-        """Hidden supplier quality and today's news effects: for oracle policies only."""
+        """Hidden supplier quality, today's news effects, and the true state and params (for planners):
+        for oracle policies only."""
         return Privileged(
             quote_quality=state.suppliers.quote_quality,
             news_need=news.effect(params, self._category_of, state.news, True),
             news_supply=news.effect(params, params.supply_category, state.news, False),
+            state=state,
+            params=params,
         )
 
     def state_bytes(self, state: EnvState) -> int:

@@ -7,6 +7,8 @@ Each part of the state is owned by one module of ``rbjax.model``, whose function
 
 from __future__ import annotations
 
+from typing import Any
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -218,11 +220,17 @@ class Observation:
 
 @struct.dataclass
 class Privileged:
-    """Hidden fields only an oracle may read (``Env.privileged``)."""
+    """Hidden fields only an oracle may read (``Env.privileged``).
+
+    ``state`` and ``params`` are the store's whole true state and its parameters, for policies that plan by
+    simulating the store (``rbjax.policies.planner``); the rest are what the paper's oracle reads.
+    """
 
     quote_quality: jax.Array  # [J, K]
     news_need: jax.Array  # [J] capped demand-side news effect today
     news_supply: jax.Array  # [J] capped supply-side news effect today
+    state: Any = None  # EnvState of this morning (None where a caller builds the view by hand)
+    params: Any = None  # the store's EnvParams
 
 
 @struct.dataclass

@@ -59,6 +59,26 @@ def run_script(script: str, done: str) -> None:
     assert done in out.stdout
 
 
+COMMANDS = """
+import sys, jax
+from rbjax.cli import main
+for line in sys.argv[1:]:
+    print("$ rbjax", line, flush=True)
+    main(line.split())
+print("all done on", len(jax.devices()), "devices")
+"""
+
+
+def rbjax_commands(*lines: str, cwd, stderr: bool = False) -> str:
+    """Run the ``rbjax`` command ``lines`` one after another in one fresh process on the CLI's default devices
+    (one per core), in ``cwd``; each must succeed. Returns what it printed (and its stderr with ``stderr``)."""
+    out = subprocess.run(
+        [sys.executable, "-c", COMMANDS, *lines], cwd=cwd, capture_output=True, text=True, timeout=1200
+    )
+    assert out.returncode == 0, (out.stdout[-2000:], out.stderr[-3000:])
+    return out.stdout + (out.stderr if stderr else "")
+
+
 def order_lines(rows, L=6):
     """OrderLines from (product, supplier, units, lead, order) rows, padded to L."""
     from rbjax.state import OrderLines

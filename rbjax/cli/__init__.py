@@ -22,7 +22,7 @@ import os
 
 from rbjax.checks import need_count
 from rbjax.cli import agents, bench, lm, run, sweep, train
-from rbjax.cli.common import add_env_flags, add_global_options, command, fail
+from rbjax.cli.common import add_env_flags, add_global_options, add_plan_flags, command, fail
 
 POSITIVE = ("stores", "days", "seeds", "batch_size", "store_chunk", "max_tokens")
 NONNEGATIVE = ("progress",)
@@ -56,6 +56,7 @@ def _add_run_commands(sub) -> None:
                 "--checkpoint", default=None, help="run folder of `rbjax train ppo` (--policy ppo)"
             )
             p.add_argument("--greedy", action="store_true", help="ppo: the most likely action, not a sample")
+            add_plan_flags(p, "--policy plan, or --reference plan")
         else:
             p.set_defaults(policy=policy)
         p.add_argument("--stores", type=int, default=1000 if policy else 64, help="stores (seeds) to run")
@@ -109,10 +110,11 @@ def _add_sweep(sub) -> None:
     p = command(sub, "sweep", help=doc, description=doc)
     p.add_argument(
         "--policy",
-        choices=["oracle", "base_stock", "random"],
+        choices=["oracle", "base_stock", "random", "plan"],
         default="oracle",
         help="the policy run at every point",
     )
+    add_plan_flags(p)
     swept = p.add_argument_group(
         "swept parameters", "comma-separated values of each; the grid is every combination of them"
     )

@@ -92,8 +92,56 @@ def make_env(args):
         raise fail(e) from None
 
 
+def add_plan_flags(p: argparse.ArgumentParser, which: str = "--policy plan") -> None:
+    """The lookahead planner's settings (``rbjax.policies.PlanSettings``), for ``which`` (the flag that picks it)."""
+    from rbjax.policies import PlanSettings
+
+    d = PlanSettings()
+    g = p.add_argument_group(f"the lookahead planner ({which}; docs/results.md, 'Beyond the oracle')")
+    g.add_argument(
+        "--plan-base",
+        default=d.base,
+        choices=["oracle", "base_stock", "s_S", "null"],
+        help="the policy played after today in every simulated future",
+    )
+    g.add_argument("--plan-futures", type=int, default=d.futures, metavar="M", help="futures per candidate")
+    g.add_argument("--plan-horizon", type=int, default=d.horizon, metavar="H", help="days each future runs")
+    g.add_argument(
+        "--plan-every",
+        type=int,
+        default=d.every,
+        metavar="N",
+        help="plan one day in N (the base policy between)",
+    )
+    g.add_argument(
+        "--plan-halving",
+        action="store_true",
+        help="prune the candidates by sequential halving: all meet half the futures, the better half all of them",
+    )
+
+
+def plan_settings(args):
+    """``PlanSettings`` from the --plan-* flags (the defaults where a command has none)."""
+    from rbjax.policies import PlanSettings
+
+    d = PlanSettings()
+    for name in ("futures", "horizon", "every"):
+        value = getattr(args, f"plan_{name}", getattr(d, name))
+        if value < 1:
+            raise fail(f"{flag_of('plan_' + name)} {value}: must be >= 1")
+    if getattr(args, "plan_halving", False) and getattr(args, "plan_futures", d.futures) < 2:
+        raise fail("--plan-halving needs --plan-futures 2 or more (two rounds of futures)")
+    return PlanSettings(
+        base=getattr(args, "plan_base", d.base),
+        futures=getattr(args, "plan_futures", d.futures),
+        horizon=getattr(args, "plan_horizon", d.horizon),
+        every=getattr(args, "plan_every", d.every),
+        halving=getattr(args, "plan_halving", d.halving),
+    )
+
+
 def make_policy(args, env):
-    """(policy function, params) for --policy (and --checkpoint, --greedy for ppo)."""
+    """(policy function, params) for --policy (and --checkpoint, --greedy for ppo; --plan-* for plan)."""
     from rbjax import policies
 
     if args.policy in policies.registry.LEARNED and not getattr(args, "checkpoint", None):
@@ -103,7 +151,11 @@ def make_policy(args, env):
         )
     try:
         return policies.make(
-            args.policy, env, getattr(args, "checkpoint", None), getattr(args, "greedy", False)
+            args.policy,
+            env,
+            getattr(args, "checkpoint", None),
+            getattr(args, "greedy", False),
+            plan_settings(args) if args.policy in policies.registry.PLANNING else None,
         )
     except ValueError as e:
         raise fail(f"--policy {args.policy}: {said(e)}") from None

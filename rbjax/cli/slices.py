@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 
-from rbjax.cli.common import fail, said
+from rbjax.cli.common import fail, plan_settings, said
 from rbjax.files.slices_folder import slice_files, snapshot_name, write_manifest
 
 
@@ -73,6 +73,7 @@ def run_saving_states(args, env, params, policy, policy_params, keys, records: s
         policy=args.policy,
         checkpoint=getattr(args, "checkpoint", None),
         greedy=getattr(args, "greedy", False),
+        plan=plan_settings(args).as_dict() if args.policy == "plan" else None,
         seed=args.seed,
         stores=args.stores,
         days=args.days,
@@ -103,7 +104,8 @@ def main_from_states(args, env) -> None:
         raise fail(e) from None
     policy, policy_params = make_policy(args, env)
     try:
-        reference, reference_params = policies.make(args.reference, env)
+        plan = plan_settings(args) if args.reference == "plan" else None
+        reference, reference_params = policies.make(args.reference, env, plan=plan)
     except ValueError as e:
         raise fail(f"--reference {args.reference}: {said(e)}") from None
     tables = []

@@ -40,11 +40,14 @@ def write_manifest(
     supplier_attempts: int,
     data: str | None,
     files: dict[int, str],
+    plan: dict | None = None,
 ) -> None:
-    """``folder/slices.json``: the run that saved the snapshots (its ``checkpoint`` made absolute) and
-    ``files``, {day: snapshot file name}; written atomically."""
+    """``folder/slices.json``: the run that saved the snapshots (its ``checkpoint`` made absolute, the
+    planner's settings ``plan`` for the policy ``plan``) and ``files``, {day: snapshot file name}; written
+    atomically."""
     manifest = {
         "policy": policy,
+        "plan": plan,
         "checkpoint": os.path.abspath(checkpoint) if checkpoint else None,
         "greedy": bool(greedy),
         "seed": seed,
@@ -78,6 +81,7 @@ def read_manifest(folder: str) -> dict:
         "seed": (lambda v: is_int(v) and 0 <= v < 2**32, "an int in 0..2**32 - 1"),
         "checkpoint": (lambda v: v is None or isinstance(v, str), "a path or null"),
         "greedy": (lambda v: isinstance(v, bool), "true or false"),
+        "plan": (plan_settings_ok, "null or the planner's settings (base, futures, horizon, every, halving)"),
         "stores": (lambda v: is_int(v) and 1 <= v <= MAX_STORES, f"an int in 1..{MAX_STORES:,}"),
         "days": (lambda v: is_int(v) and 1 <= v <= DAYS_MAX, f"an int in 1..{DAYS_MAX:,}"),
         "every": (lambda v: is_int(v) and 1 <= v <= DAYS_MAX, f"an int in 1..{DAYS_MAX:,}"),
@@ -90,6 +94,20 @@ def read_manifest(folder: str) -> dict:
         if name in manifest and not ok(manifest[name]):
             raise bad(path, name, want, manifest[name])
     return manifest
+
+
+def plan_settings_ok(v) -> bool:
+    """Whether ``v`` (from a manifest) is null or the planner's settings: a known base, three ints >= 1, a bool."""
+    from rbjax.files.untrusted import DAYS_MAX, is_int
+    from rbjax.policies import POLICIES
+
+    if v is None:
+        return True
+    if not isinstance(v, dict) or set(v) != {"base", "futures", "horizon", "every", "halving"}:
+        return False
+    counts = (v["futures"], v["horizon"], v["every"])
+    known = v["base"] in POLICIES and isinstance(v["halving"], bool)
+    return known and all(is_int(x) and 1 <= x <= DAYS_MAX for x in counts)
 
 
 def slice_files(folder: str, at: str | None = None) -> list[tuple[int, str]]:

@@ -12,7 +12,8 @@ from rbjax.policies.baselines import (
     s_S,
 )
 from rbjax.policies.oracle import OracleParams, oracle
-from rbjax.policies.registry import NAMES, POLICIES, PolicySpec, make
+from rbjax.policies.planner import Planner, PlannerParams, make_planner
+from rbjax.policies.registry import NAMES, POLICIES, PlanSettings, PolicySpec, make
 
 __all__ = [
     "BEST_RATED",
@@ -21,11 +22,15 @@ __all__ = [
     "POLICIES",
     "BaseStockParams",
     "OracleParams",
+    "PlanSettings",
+    "Planner",
+    "PlannerParams",
     "PolicySpec",
     "RandomParams",
     "SSParams",
     "base_stock",
     "make",
+    "make_planner",
     "null_policy",
     "oracle",
     "random_policy",

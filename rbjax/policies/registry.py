@@ -2,7 +2,9 @@
 
 A policy is a pure ``policy(policy_params, obs, privileged, key) -> Action``; ``make(name)`` returns it
 with its default params. ``ppo`` is the learned baseline: its params come from a checkpoint folder, read by
-the loader ``rbjax.rl`` provides (``register_learned``: the RL layer sits above this one).
+the loader ``rbjax.rl`` provides (``register_learned``: the RL layer sits above this one). ``plan`` is the
+lookahead planner (``rbjax.policies.planner``): it simulates the store, so it is built for an env, with its
+settings (``PlanSettings``).
 """
 
 from __future__ import annotations
@@ -43,7 +45,27 @@ POLICIES: dict[str, PolicySpec] = {
     "null": PolicySpec(null_policy, lambda: None, "does nothing"),
 }
 LEARNED = ("ppo",)  # policies whose params come from a checkpoint folder, loaded by a layer above this one
-NAMES = tuple(POLICIES) + LEARNED
+PLANNING = ("plan",)  # policies that simulate the store they run: built for an env (``make(name, env)``)
+NAMES = tuple(POLICIES) + PLANNING + LEARNED
+
+
+@dataclasses.dataclass(frozen=True)
+class PlanSettings:
+    """The lookahead planner's settings (``rbjax.policies.planner.Planner``): ``base`` (a policy of ``POLICIES``)
+    played after today, ``futures`` M per candidate, ``horizon`` H days simulated (today included), ``every``:
+    plan one day in N, ``halving``: prune the candidates by sequential halving (two rounds). The defaults plan
+    weekly: a 16-store, 180-day run takes about a minute on a 2-core CPU (``docs/results.md``, "Beyond the
+    oracle")."""
+
+    base: str = "oracle"
+    futures: int = 4
+    horizon: int = 14
+    every: int = 7
+    halving: bool = False
+
+    def as_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
 
 # name -> loader(env, checkpoint, greedy) -> (policy function, its params): filled from above (the package's root
 # registers ``rbjax.rl``'s ppo loader), so this layer never imports the layers that depend on it
@@ -58,14 +80,29 @@ def register_learned(name: str, loader: Callable[..., tuple[Callable, Any]]) -> 
     _LOADERS[name] = loader
 
 
-def make(name: str, env=None, checkpoint: str | None = None, greedy: bool = False) -> tuple[Callable, Any]:
+def make(
+    name: str,
+    env=None,
+    checkpoint: str | None = None,
+    greedy: bool = False,
+    plan: PlanSettings | None = None,
+) -> tuple[Callable, Any]:
     """(policy function, its params) for a registered ``name``.
 
     ``ppo`` needs ``env`` and a ``checkpoint`` folder (written by ``rbjax train ppo``); ``greedy`` takes
-    its most likely action instead of a sample. Raises ValueError naming what is missing or wrong.
+    its most likely action instead of a sample. ``plan`` needs ``env`` (the store it simulates) and takes its
+    settings from ``plan`` (default ``PlanSettings()``). Raises ValueError naming what is missing or wrong.
     """
+    if plan is not None and name not in PLANNING:
+        raise ValueError(f"planner settings are for the policy 'plan', not {name!r}")
     if name in POLICIES:
         return POLICIES[name].fn, POLICIES[name].default_params()
+    if name in PLANNING:
+        if env is None:
+            raise ValueError(f"policy {name!r} needs the env it simulates")
+        from rbjax.policies.planner import make_planner
+
+        return make_planner(env, **(plan or PlanSettings()).as_dict())
     if name not in LEARNED:
         raise ValueError(f"unknown policy {name!r}; known: {', '.join(NAMES)}")
     if not checkpoint:

@@ -11,33 +11,15 @@ default of the in-process tests.
 """
 
 import os
-import subprocess
-import sys
 
 import numpy as np
 import pandas as pd
 import pytest
+from helpers import rbjax_commands
 
 import rbjax
 
 pytestmark = pytest.mark.slow  # fresh processes on the default devices
-
-WORKER = """
-import sys, jax
-from rbjax.cli import main
-for line in sys.argv[1:]:
-    print("$ rbjax", line, flush=True)
-    main(line.split())
-print("all done on", len(jax.devices()), "devices")
-"""
-
-
-def _rbjax(*lines: str, cwd, stderr: bool = False) -> str:
-    out = subprocess.run(
-        [sys.executable, "-c", WORKER, *lines], cwd=cwd, capture_output=True, text=True, timeout=1200
-    )
-    assert out.returncode == 0, (out.stdout[-2000:], out.stderr[-3000:])
-    return out.stdout + (out.stderr if stderr else "")
 
 
 @pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="one core: the default is one device")
@@ -46,7 +28,7 @@ def test_the_documented_commands_run_on_the_default_devices(tmp_path):
     chunked = (
         "run --policy oracle --stores 5 --days 6 --seed 3 --store-chunk 2 --records --progress 3 --cache K"
     )
-    out = _rbjax(
+    out = rbjax_commands(
         "oracle --stores 5 --days 6 --seed 3 --store-chunk 2 --save-states S --every 3 --records --out O --progress 0"
         " --cache K",
         "run --policy oracle --from-states S --days 3 --out C --cache K",
@@ -56,7 +38,7 @@ def test_the_documented_commands_run_on_the_default_devices(tmp_path):
         cwd=tmp_path,
     )
     # a new process loads the chunked run's programs from the cache instead of tracing and compiling them
-    again = _rbjax(chunked + " --out R2", cwd=tmp_path, stderr=True)
+    again = rbjax_commands(chunked + " --out R2", cwd=tmp_path, stderr=True)
     assert "rollout: stores 0-1 opened (compiled programs loaded from the cache) in " in again
     with np.load(tmp_path / "R" / "records.npz") as a, np.load(tmp_path / "R2" / "records.npz") as b:
         assert all(np.array_equal(a[name], b[name]) for name in a)

@@ -91,7 +91,8 @@ class DayStart:
 
         m = self.manifest
         try:
-            return policies.make(m["policy"], self.env, m.get("checkpoint"), m.get("greedy", False))
+            plan = policies.PlanSettings(**m["plan"]) if m.get("plan") else None
+            return policies.make(m["policy"], self.env, m.get("checkpoint"), m.get("greedy", False), plan)
         except ValueError as e:
             raise ArgumentError(
                 f"{{from_states}} {self.folder}: its policy {m['policy']}: {e}", "from_states"
