@@ -34,13 +34,13 @@ from agent_tools import markdown_table  # noqa: E402
 OUT = Path(__file__).parent / "out"
 PRICES, ORDERS = [0.9, 1.25, 1.5, 2.0, 3.0], [0.0, 0.5, 2.0]
 LEVERS = {  # label -> PlannerParams overrides (which candidate moves are tried beside the base action)
-    "prices, orders (default)": {},
+    "prices, orders": {},
     "prices only": dict(order_moves=[]),
     "orders only": dict(price_moves=[]),
     "prices, orders, cheapest supplier": dict(cheapest=True),
     "cheapest supplier only": dict(price_moves=[], order_moves=[], cheapest=True),
 }
-DEFAULT = "prices, orders (default)"
+DEFAULT = "prices, orders"
 SWEEP = [  # (levers, futures M, horizon H, every, halving)
     (DEFAULT, 4, 14, 7, False),
     ("prices only", 4, 14, 7, False),
@@ -108,7 +108,7 @@ def main() -> None:
 
     rec_o, fin_o, c_o, t_o = timed_rollout(env, oracle, OracleParams.default(), params, keys, args.days)
     settings = rbjax.policies.PlanSettings()
-    pl, pp = make_planner(env, **settings.as_dict())
+    pl, pp = rbjax.policies.make("plan", env, plan=settings)
     rec_p, fin_p, c_p, t_p = timed_rollout(env, pl, pp, params, keys, args.days)
     row = paired_row(np.asarray(fin_o.net_worth), np.asarray(fin_p.net_worth))
     per_day = pl.simulated_days(pp) / settings.every

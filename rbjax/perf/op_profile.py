@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 
 from rbjax.env import Env
+from rbjax.perf.profiling import oracle_view
 from rbjax.policies import make
 from rbjax.runners.rollout import compiled
 
@@ -46,7 +47,7 @@ def profile_day(
     (obs, state), _ = chunk(pp, params, obs, state, keys, np.int32(0), days_before)
 
     def one_day(params, obs, state, keys):
-        priv = jax.vmap(env.privileged, in_axes=(0, None))(state, params)
+        priv = jax.vmap(oracle_view(env), in_axes=(0, None))(state, params)
         action = jax.vmap(fn, in_axes=(None, 0, 0, None))(pp, obs, priv, None)
         obs, state, *_ = jax.vmap(env.step, in_axes=(0, 0, 0, None))(keys, state, action, params)
         return obs, state

@@ -21,6 +21,12 @@ from rbjax.params import EnvParams
 from rbjax.state import Action, EnvState
 
 
+def oracle_view(env: Env) -> Callable:
+    """``env.privileged`` without the true state and params (the planner's part): what the oracle reads. A
+    ``vmap`` of it returns the oracle's fields only, not a copy of the states and a copy of the params per store."""
+    return lambda state, params: env.privileged(state, params).replace(state=None, params=None)
+
+
 # random words one day draws per store (attraction J, demand G + G*S, returns/reviews 2J + 8J + J,
 # lead times J*K, news N*6, tiers 3J, quotes 2*J*K): counted from the samplers' shapes
 def words_per_day(env: Env) -> int:
@@ -108,7 +114,7 @@ def substep_costs(
             times[name] = time_call(run, s, *args, repeats=repeats)
             wanted.remove(name)
         s, _ = run(s, *args)
-    views = {"observe": env.observe, "privileged (oracle only)": env.privileged}
+    views = {"observe": env.observe, "privileged (oracle only)": oracle_view(env)}
     for name, view in views.items():
         if only is None or name in only:
             times[name] = time_call(

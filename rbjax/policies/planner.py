@@ -38,6 +38,7 @@ import jax.numpy as jnp
 from flax import struct
 
 from rbjax.kernels.rng import day_keys
+from rbjax.policies.oracle import OracleParams, oracle
 from rbjax.policies.params_check import require
 from rbjax.state import Action, Observation, Privileged
 
@@ -168,6 +169,10 @@ class Planner:
                 "the planner simulates the store: call it with env.privileged(state, params), which carries "
                 "the true state and params"
             )
+        if key is None:
+            raise ValueError(
+                "the planner draws its futures from the policy key: call it with a key, not None"
+            )
         k_base, k_plan = jax.random.split(key)
         base = self.base(params.base, obs, privileged, k_base)
         if self.every == 1:
@@ -257,10 +262,12 @@ def unless_all_skip(plan: Callable, planned: jax.Array, fallback: Action, args: 
     @choose.def_vmap
     def batched(axis_size, in_batched, planned, fallback, args):
         grow = lambda x, b: x if b else jnp.broadcast_to(x, (axis_size, *jnp.shape(x)))
-        planned, fallback, args = jax.tree.map(grow, (planned, fallback, args), tuple(in_batched))
+        planned, fallback = jax.tree.map(grow, (planned, fallback), tuple(in_batched[:2]))
+        # leaves shared by every store (the env params, most often) stay unbatched inside the plan
+        axes = jax.tree.map(lambda b: 0 if b else None, in_batched[2])
 
         def all_stores():
-            plans = jax.vmap(plan)(*args)
+            plans = jax.vmap(plan, in_axes=axes, axis_size=axis_size)(*args)
             keep = lambda p, f: jnp.where(planned.reshape((-1,) + (1,) * (p.ndim - 1)), p, f)
             return jax.tree.map(keep, plans, fallback)
 
@@ -272,26 +279,25 @@ def unless_all_skip(plan: Callable, planned: jax.Array, fallback: Action, args: 
 
 def make_planner(
     env,
-    base: str = "oracle",
+    base: Callable = oracle,
+    base_params: Any = None,
     futures: int = 4,
     horizon: int = 14,
     every: int = 1,
     halving: bool = False,
     **moves,
 ):
-    """(Planner, its default PlannerParams) for ``env`` over the registry's ``base`` policy (a policy that
-    does not plan); ``moves`` override ``default_params`` (price_moves, order_moves, cheapest). The same
-    arguments give the same Planner object, so its compiled programs are reused."""
-    from rbjax.policies import registry
-
-    if base not in registry.POLICIES or base == "plan":
-        known = ", ".join(n for n in registry.POLICIES if n != "plan")
-        raise ValueError(f"planner base {base!r}: not a shipped policy that does not plan ({known})")
+    """(Planner, its default PlannerParams) for ``env`` over the policy ``base`` (one that does not plan; the
+    oracle by default) with ``base_params`` (None: the oracle's defaults); ``moves`` go to ``default_params``
+    (price_moves, order_moves, cheapest). The same arguments give the same Planner object, so its compiled
+    programs are reused (``rbjax.policies.make("plan", env, plan=PlanSettings(...))`` names the base instead)."""
+    if base_params is None:
+        if base is not oracle:
+            raise ValueError("make_planner: give base_params for a base policy other than the oracle")
+        base_params = OracleParams.default()
     key = (id(env), base, futures, horizon, every, halving)
     if key not in _PLANNERS:
-        fn, _ = registry.make(base)
-        _PLANNERS[key] = Planner(env, fn, futures=futures, horizon=horizon, every=every, halving=halving)
-    _, base_params = registry.make(base)
+        _PLANNERS[key] = Planner(env, base, futures=futures, horizon=horizon, every=every, halving=halving)
     return _PLANNERS[key], default_params(base_params, **moves)
 
 

@@ -1,7 +1,8 @@
-"""rbjax.policies.planner: its candidates, no leaked randomness, batched == unbatched == sharded, its cadence.
+"""rbjax.policies.planner: its candidates, no leaked randomness, batched == unbatched == sharded, its cadence,
+the tools, and the commands that take it.
 
-Small settings throughout: C = 4 candidates (base, prices x 1.5, no order, cheapest supplier), M = 2 futures,
-H = 3 days, planning every 2nd day.
+Small settings throughout (the CLI's ``SMALL``): the default candidates (C = 9), M = 2 futures, H = 3 days,
+planning every 2nd day; the stores and days are few, and the runs share their compiled programs where they can.
 """
 
 import os
@@ -14,23 +15,21 @@ import pytest
 from helpers import rbjax_commands
 
 from rbjax.kernels.rng import day_keys
-from rbjax.policies import OracleParams, oracle
+from rbjax.policies import OracleParams, PlanSettings, make, oracle
 from rbjax.policies import planner as planner_module
 from rbjax.policies.planner import Planner, candidate_actions, default_params, future_keys
 from rbjax.runners.rollout import rollout, scan_days
 from rbjax.state import Action
 
-DAYS = 4
+DAYS, SEED = 4, 2
+SETTINGS = PlanSettings(futures=2, horizon=3, every=2)
+SMALL = "--plan-futures 2 --plan-horizon 3 --plan-every 2"
 
 
 @pytest.fixture(scope="module")
-def planner(env):
-    return Planner(env, oracle, futures=2, horizon=3, every=2)
-
-
-@pytest.fixture(scope="module")
-def plan_params():
-    return default_params(OracleParams.default(), price_moves=[1.5], order_moves=[0.0], cheapest=True)
+def planned(env):
+    """(Planner, PlannerParams) as ``rbjax run --policy plan {SMALL}`` makes them."""
+    return make("plan", env, plan=SETTINGS)
 
 
 @pytest.fixture(scope="module")
@@ -40,8 +39,9 @@ def morning(env, params):
     return obs, state, oracle(OracleParams.default(), obs, env.privileged(state, params))
 
 
-def test_candidates_start_with_the_base_and_move_only_what_they_say(plan_params, morning):
+def test_candidates_start_with_the_base_and_move_only_what_they_say(morning):
     obs, state, base = morning
+    plan_params = default_params(OracleParams.default(), price_moves=[1.5], order_moves=[0.0], cheapest=True)
     c = jax.jit(candidate_actions)(plan_params, base, obs)
     assert c.price.shape == (plan_params.candidates, 96) == (4, 96)
     for name in ("price", "shelf", "order"):
@@ -58,11 +58,16 @@ def test_candidates_start_with_the_base_and_move_only_what_they_say(plan_params,
     cheapest = np.argmin(np.asarray(obs.quote_price), -1)
     placed = np.asarray(c.order[3]) > 0
     assert placed.any() and (np.argmax(placed, -1)[placed.any(-1)] == cheapest[placed.any(-1)]).all()
+    assert default_params(OracleParams.default()).candidates == 9  # base, 5 price and 3 order moves
+    with pytest.raises(ValueError, match="no field 'price'"):
+        default_params(OracleParams.default(), price=[2.0])
 
 
-def test_the_planner_never_sees_the_episodes_future(env, params, planner, plan_params, morning, monkeypatch):
+@pytest.mark.slow
+def test_the_planner_never_sees_the_episodes_future(env, params, planned, morning, monkeypatch):
     """The world's key holds the episode's future quotes and news; the planner's simulated futures must not
     depend on it (only on its policy key), and a planner that kept it would (so this test can fail)."""
+    planner, plan_params = planned
     obs, state, base = morning
     other = state.replace(world=state.world.replace(key=state.world.key ^ np.uint32(0x5A5A5A5A)))
     step = jax.jit(env.step)
@@ -80,7 +85,7 @@ def test_the_planner_never_sees_the_episodes_future(env, params, planner, plan_p
         ]
 
     honest = values()
-    assert honest[0].shape == (4, 2)
+    assert honest[0].shape == (9, 2) and len(np.unique(honest[0][:, 0])) > 1  # the candidates differ
     np.testing.assert_array_equal(*honest)
     monkeypatch.setattr(planner_module, "own_world", lambda state, key: state)  # a planner that keeps the key
     leaky = values()
@@ -94,45 +99,78 @@ def test_the_planner_never_sees_the_episodes_future(env, params, planner, plan_p
     assert not (futures[:, None, :] == real[None, :, :]).all(-1).any()
 
 
-@pytest.mark.slow
-def test_halving_keeps_the_base_and_the_better_half_then_plays_the_best_over_all_futures(
-    env, params, planner, plan_params, morning
-):
-    obs, state, base = morning
-    privileged = env.privileged(state, params)
-    candidates = candidate_actions(plan_params, base, obs)
-    key = jax.random.key(8)
-    v = np.asarray(
-        jax.jit(planner.values)(plan_params, candidates, privileged, future_keys(key, 2))
-    )  # [4, 2]
-    kept = sorted([0, 1 + int(np.argmax(v[1:, 0]))])  # the base and the better half (2 of 4) after round one
-    best = kept[int(np.argmax(v[kept].sum(-1)))]
-    halving = Planner(env, oracle, futures=2, horizon=3, halving=True)
-    assert halving.simulated_days(plan_params) == (4 * 1 + 2 * 1) * 3
-    got = jax.jit(halving.plan)(plan_params, base, obs, privileged, key)
-    for name in ("price", "order"):
-        np.testing.assert_array_equal(getattr(got, name), getattr(candidates, name)[best])
-
-
-def test_the_planner_needs_the_true_state(env, params, planner, plan_params, morning):
+def test_the_planner_refuses_what_it_cannot_plan_with(env, params, planned, morning):
+    planner, plan_params = planned
     obs, state, _ = morning
     blind = env.privileged(state, params).replace(state=None, params=None)
     with pytest.raises(ValueError, match="true state and params"):
         planner(plan_params, obs, blind, jax.random.key(0))
+    with pytest.raises(ValueError, match="call it with a key"):
+        planner(plan_params, obs, env.privileged(state, params), None)
     with pytest.raises(ValueError, match="Planner.futures must be an int >= 1"):
         Planner(env, oracle, futures=0)
     with pytest.raises(ValueError, match="does not plan"):
         Planner(env, planner)
     with pytest.raises(ValueError, match="halving needs futures >= 2"):
         Planner(env, oracle, futures=1, halving=True)
+    with pytest.raises(ValueError, match="planner settings are for the policy 'plan'"):
+        make("oracle", env, plan=SETTINGS)
+    with pytest.raises(ValueError, match="planner base 'ppo'"):
+        make("plan", env, plan=PlanSettings(base="ppo"))
 
 
-def _unbatched(env, params, planner, plan_params, key):
-    """One store's final state with no ``vmap`` at all (the cadence then runs as a plain ``lax.cond``)."""
+@pytest.mark.slow
+def test_halving_keeps_the_base_and_the_better_half_then_plays_the_best_over_all_futures(
+    env, params, planned, morning
+):
+    planner, plan_params = planned
+    obs, state, base = morning
+    privileged = env.privileged(state, params)
+    candidates = candidate_actions(plan_params, base, obs)
+    key = jax.random.key(8)
+    v = np.asarray(
+        jax.jit(planner.values)(plan_params, candidates, privileged, future_keys(key, 2))
+    )  # [9, 2]
+    # round one: every candidate on future 0; the base and the best 4 others (lax.top_k: ties to the lower index)
+    kept = sorted([0, *(1 + np.argsort(-v[1:, 0], kind="stable")[:4])])
+    best = kept[int(np.argmax(v[kept].sum(-1)))]
+    halving = Planner(env, oracle, futures=2, horizon=3, halving=True)
+    assert halving.simulated_days(plan_params) == (9 * 1 + 5 * 1) * 3
+    got = jax.jit(halving.plan)(plan_params, base, obs, privileged, key)
+    for name in ("price", "order"):
+        np.testing.assert_array_equal(getattr(got, name), getattr(candidates, name)[best])
+
+
+@pytest.fixture(scope="module")
+def short(params):
+    """The params of a ``--days 4`` run: the episode ends after day 4, and the planner's futures see it end."""
+    return params.replace(horizon=np.int32(DAYS))
+
+
+@pytest.fixture(scope="module")
+def batched(env, short, planned):
+    """``rollout`` of the planner on the stores of ``rbjax run --policy plan --stores 2 --days 4 --seed 2
+    {SMALL}``: (keys [2], final states [2, ...])."""
+    keys = jax.random.split(jax.random.key(SEED), 2)
+    return keys, rollout(env, *planned, short, keys, days=DAYS)[1]
+
+
+def _unbatched(env, params, planned, key):
+    """One store with no ``vmap`` at all (the cadence then runs as a plain ``lax.cond``): its final state and,
+    each morning, (the action played, the base action, the candidates)."""
+    planner, plan_params = planned
+
+    def watch(obs, privileged, state, action, k_pol):
+        k_base, _ = jax.random.split(k_pol)
+        base = oracle(plan_params.base, obs, privileged, k_base)
+        return action, base, candidate_actions(plan_params, base, obs)
 
     def run(k_reset, k_run):
         obs, state = env.reset(k_reset, params)
-        return scan_days(env, planner, plan_params, params, obs, state, k_run, jnp.int32(0), DAYS)[0][1]
+        (_, final), (_, watched) = scan_days(
+            env, planner, plan_params, params, obs, state, k_run, jnp.int32(0), DAYS, watch=watch
+        )
+        return final, watched
 
     return jax.jit(run)(*jax.random.split(key))
 
@@ -142,88 +180,73 @@ def _equal(a, b):
 
 
 @pytest.mark.slow
-def test_batched_equals_unbatched_and_same_key_same_result(env, params, planner, plan_params):
-    keys = jax.random.split(jax.random.key(2), 2)
-    _, batched = rollout(env, planner, plan_params, params, keys, days=DAYS)
-    _equal(batched, rollout(env, planner, plan_params, params, keys, days=DAYS)[1])
+def test_batched_equals_unbatched_and_plans_only_on_its_days(env, short, planned, batched):
+    """Same keys, same result; a store in a batch (the plan's ``vmap`` rule) is the store alone (``lax.cond``);
+    on the days it does not plan (1 and 3 with every = 2) it plays the base action, on the others a candidate."""
+    keys, final = batched
+    _equal(final, rollout(env, *planned, short, keys, days=DAYS)[1])
+    moved = 0
     for i, key in enumerate(keys):
-        _equal(jax.tree.map(lambda x: x[i], batched), _unbatched(env, params, planner, plan_params, key))
-
-
-@pytest.mark.slow
-def test_off_days_play_the_base_action(env, params, planner, plan_params):
-    """On days the planner does not plan (1 and 3 with every = 2), its action is the base policy's from the
-    same morning; on a planned day it is one of the candidates."""
-    key = jax.random.key(4)
-    k_reset, k_run = jax.random.split(key)
-
-    def run(k_reset, k_run):
-        obs, state = env.reset(k_reset, params)
-
-        def watch(obs, privileged, state, action, k_pol):
-            k_base, _ = jax.random.split(k_pol)
-            base = oracle(plan_params.base, obs, privileged, k_base)
-            return action, base, candidate_actions(plan_params, base, obs)
-
-        return scan_days(
-            env, planner, plan_params, params, obs, state, k_run, jnp.int32(0), DAYS, watch=watch
-        )[1]
-
-    _, (action, base, candidates) = jax.jit(run)(k_reset, k_run)
-    for day in range(DAYS):
-        pick = lambda tree: jax.tree.map(lambda x: np.asarray(x[day]), tree)
-        a, b = pick(action), pick(base)
-        if day % 2:
-            np.testing.assert_array_equal(a.price, b.price)
-            np.testing.assert_array_equal(a.order, b.order)
-        else:
-            c = pick(candidates)
+        alone, (action, base, candidates) = _unbatched(env, short, planned, key)
+        _equal(jax.tree.map(lambda x: x[i], final), alone)
+        for day in range(DAYS):
+            a, b, c = jax.tree.map(lambda x: np.asarray(x[day]), (action, base, candidates))
             same = [
-                np.array_equal(a.price, c.price[i]) and np.array_equal(a.order, c.order[i]) for i in range(4)
+                np.array_equal(a.price, c.price[j]) and np.array_equal(a.order, c.order[j]) for j in range(9)
             ]
-            assert any(same), day
-
-
-SMALL_FLAGS = "--plan-futures 2 --plan-horizon 3 --plan-every 2"
+            assert any(same), (i, day)
+            if day % 2:
+                assert np.array_equal(a.price, b.price) and np.array_equal(a.order, b.order), (i, day)
+            moved += not same[0]
+    assert moved > 0  # some planned day departs from the base action
 
 
 @pytest.mark.slow
-def test_through_the_tools_equals_its_rollout(env, params, planner, plan_params):
+def test_through_the_tools_equals_its_rollout(env, params, planned):
     """``agents run --model policy:plan``'s path: the planner's actions as tool calls give its rollout's records."""
     from rbjax.agents.runs.policy import run_policy_agents
 
-    short = params.replace(horizon=np.int32(3))
+    three = params.replace(horizon=np.int32(3))
     keys = jax.random.split(jax.random.key(6), 2)
-    tools, _, _ = run_policy_agents(env, short, planner, plan_params, keys)
-    batched, _ = rollout(env, planner, plan_params, short, keys, days=3, records="full")
-    for name, want in vars(batched).items():
-        np.testing.assert_array_equal(np.asarray(getattr(tools, name)), np.asarray(want), err_msg=name)
+    tools, _, _ = run_policy_agents(env, three, *planned, keys)
+    want, _ = rollout(env, *planned, three, keys, days=3, records="full")
+    for name, value in vars(want).items():
+        np.testing.assert_array_equal(np.asarray(getattr(tools, name)), np.asarray(value), err_msg=name)
 
 
 @pytest.mark.slow
 @pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="one core: the default is one device")
-def test_the_planners_commands_on_the_default_devices(env, params, tmp_path):
-    """``run --policy plan`` on the default devices (one per core) equals a one-device rollout; its snapshots
-    continued with ``--from-states --reference plan`` equal the uninterrupted run; ``sweep --policy plan`` runs."""
-    from rbjax.policies import PlanSettings, make
-
+def test_the_planners_commands_on_the_default_devices(batched, tmp_path):
+    """``run --policy plan`` on the default devices (one per core) equals the one-device rollout; its snapshot
+    continued with ``--from-states`` equals the uninterrupted run."""
     out = rbjax_commands(
-        f"run --policy plan --stores 3 --days 4 --seed 5 {SMALL_FLAGS} --records --out P --save-states S --every 2"
-        " --progress 0",
-        f"run --policy plan --from-states S --days 2 --reference plan {SMALL_FLAGS} --out C --progress 0",
-        f"sweep --policy plan --shelf 30,40 --seeds 2 --days 3 {SMALL_FLAGS} --out W",
+        f"run --policy plan --stores 2 --days {DAYS} --seed {SEED} {SMALL} --records --out P --save-states S"
+        " --every 2 --progress 0",
+        f"run --policy plan --from-states S --days 2 {SMALL} --out C --progress 0",
         cwd=tmp_path,
     )
-    assert "plan policy, 3 stores x 4 days" in out and "paper row: oracle" in out
-    policy, policy_params = make("plan", env, plan=PlanSettings(futures=2, horizon=3, every=2))
-    keys = jax.random.split(jax.random.key(5), 3)
-    short = params.replace(horizon=np.int32(4))
-    want, _ = rollout(env, policy, policy_params, short, keys, days=4, records="full")
+    assert "plan policy, 2 stores x 4 days" in out and "paper row: oracle" in out
+    _, final = batched
     with np.load(tmp_path / "P" / "records.npz") as got:
-        for name, value in vars(want).items():
-            np.testing.assert_array_equal(got[name], np.asarray(value), err_msg=name)
+        np.testing.assert_array_equal(got["net_worth"][:, -1], np.asarray(final.net_worth))
     slices = pd.read_csv(tmp_path / "C" / "slices.csv")
-    assert len(slices) == 3 and (slices["net_worth_diff"] == 0).all()
-    np.testing.assert_array_equal(slices["ref_net_worth"], np.asarray(want.net_worth)[slices["store"], -1])
-    sweep = pd.read_csv(tmp_path / "W" / "sweep.csv")
-    assert len(sweep) == 4 and np.isfinite(sweep["final_net_worth"]).all()
+    assert len(slices) == 2
+    np.testing.assert_array_equal(
+        slices["net_worth"], np.asarray(final.net_worth, np.float64)[slices["store"]]
+    )
+
+
+def test_every_command_that_takes_a_policy_takes_the_planner():
+    """``sweep`` runs its points through ``rollout`` as ``run`` does (tested above); here: the parsers."""
+    from rbjax.cli import parser
+
+    for line in (
+        f"run --policy plan {SMALL} --plan-halving",
+        f"sweep --policy plan --rent 600,700 {SMALL}",
+        f"run --policy oracle --from-states S --reference plan {SMALL}",
+        "agents run --model policy:plan --stores 2 --days 2 --out A",
+        "lm tasks --from-states S --days 2 --reference plan --out T.jsonl",
+    ):
+        args = parser().parse_args(line.split())
+        chosen = {getattr(args, name, None) for name in ("policy", "reference", "model")}
+        assert chosen & {"plan", "policy:plan"}, line
