@@ -250,3 +250,18 @@ def test_every_command_that_takes_a_policy_takes_the_planner():
         args = parser().parse_args(line.split())
         chosen = {getattr(args, name, None) for name in ("policy", "reference", "model")}
         assert chosen & {"plan", "policy:plan"}, line
+
+
+def test_a_slices_manifest_holds_the_planners_settings_or_nothing():
+    from rbjax.files.slices_folder import plan_settings_ok
+
+    good = PlanSettings().as_dict()
+    assert plan_settings_ok(None) and plan_settings_ok(good)
+    for bad in (
+        {**good, "futures": 0},
+        {**good, "base": "plan"},
+        {**good, "halving": "yes"},
+        {"base": "oracle"},
+        [1],
+    ):
+        assert not plan_settings_ok(bad), bad
