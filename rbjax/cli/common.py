@@ -94,14 +94,14 @@ def make_env(args):
 
 def add_plan_flags(p: argparse.ArgumentParser, which: str = "--policy plan") -> None:
     """The lookahead planner's settings (``rbjax.policies.PlanSettings``), for ``which`` (the flag that picks it)."""
-    from rbjax.policies import PlanSettings
+    from rbjax.policies import POLICIES, PlanSettings
 
     d = PlanSettings()
     g = p.add_argument_group(f"the lookahead planner ({which}; docs/results.md, 'Beyond the oracle')")
     g.add_argument(
         "--plan-base",
         default=d.base,
-        choices=["oracle", "base_stock", "s_S", "null"],
+        choices=list(POLICIES),  # every policy that does not plan
         help="the policy played after today in every simulated future",
     )
     g.add_argument("--plan-futures", type=int, default=d.futures, metavar="M", help="futures per candidate")
