@@ -163,6 +163,14 @@ def _slice_flags(r) -> None:
         default=None,
         help="--from-states: the policy the agent's decisions and results are compared with (default: oracle)",
     )
+    sl.add_argument(
+        "--save-states",
+        default=None,
+        metavar="DIR",
+        help="a fresh run: write every store's state and tool history after every --every days into DIR "
+        "(a slices folder: `rbjax lm tasks --from-states DIR` makes tasks from where the agents took the stores)",
+    )
+    sl.add_argument("--every", type=int, default=30, help="--save-states: days between snapshots")
 
 
 def add_diagnose(cmd) -> None:

@@ -21,7 +21,7 @@ import sys
 import time
 
 from rbjax.checks import need_count
-from rbjax.cli.common import fail, make_env, make_policy, said
+from rbjax.cli.common import fail, make_env, make_policy, plan_settings, said
 from rbjax.cli.run import report, write_survival
 from rbjax.files.record_files import atomic_file, save_records
 
@@ -57,6 +57,11 @@ def main(args) -> None:
     if not args.code_timeout > 0:
         raise fail(f"--code-timeout must be > 0 seconds, got {args.code_timeout}")
     args.policy = model_policy(args.model)
+    if args.save_states and (args.tasks or args.from_states or args.resume):
+        given = "--tasks" if args.tasks else "--from-states" if args.from_states else "--resume"
+        raise fail(
+            f"--save-states saves the snapshots of a fresh run, not of one with {given} (see rbjax agents run --help)"
+        )
     if args.tasks:
         return main_tasks(args)
     if args.from_states:
@@ -81,10 +86,20 @@ def main(args) -> None:
     prepare_out(args)
     policy, policy_params = make_policy(args, env)
     keys = jax.random.split(jax.random.key(args.seed), args.stores)
+    saver = state_saver(args, env, params, keys)
     start = time.perf_counter()
     rec, _, _ = run_policy_agents(
-        env, params, policy, policy_params, keys, out=args.out, progress=args.progress, **tool_flags(args)
+        env,
+        params,
+        policy,
+        policy_params,
+        keys,
+        out=args.out,
+        progress=args.progress,
+        on_day=saver and saver.reached,
+        **tool_flags(args),
     )
+    finish_saving(saver)
     elapsed = time.perf_counter() - start
     print(
         f"{args.model} through the tools, {args.stores} stores x {args.days} days "
@@ -102,6 +117,50 @@ def main(args) -> None:
         alive=np.asarray(rec.alive, bool),
         survival_png="survival.png",
     )
+
+
+def state_saver(args, env, params, keys):
+    """The ``StateSaver`` of --save-states (the folder checked writable and --every in range first), or None."""
+    if not args.save_states:
+        return None
+    from rbjax.agents.runs.save_states import AGENT, StateSaver
+
+    if not 1 <= args.every < args.days:
+        raise fail(f"--every must be between 1 and --days - 1 ({args.days - 1}), got {args.every}")
+    try:
+        os.makedirs(args.save_states, exist_ok=True)
+    except OSError as e:
+        raise fail(f"--save-states {args.save_states}: not a writable folder ({e.strerror or e})") from None
+    if not os.access(args.save_states, os.W_OK):
+        raise fail(f"--save-states {args.save_states}: not a writable folder")
+    return StateSaver(
+        args.save_states,
+        env,
+        params,
+        keys,
+        args.every,
+        args.days,
+        policy=args.policy or AGENT,
+        agent=None if args.policy else args.model,
+        plan=plan_settings(args).as_dict() if args.policy == "plan" else None,
+        checkpoint=getattr(args, "checkpoint", None),
+        greedy=getattr(args, "greedy", False),
+        seed=args.seed,
+        stores=args.stores,
+        grouping=args.grouping,
+        supplier_attempts=args.supplier_attempts,
+        data=args.data,
+    )
+
+
+def finish_saving(saver) -> None:
+    """``slices.json`` of --save-states, and a line saying what was written."""
+    if saver is None:
+        return
+    files = saver.finish()
+    days = ", ".join(map(str, files)) or "none"
+    count = f"{len(files)} snapshot" + ("" if len(files) == 1 else "s")
+    print(f"wrote {count} with the stores' tool history (days {days}) in {saver.folder}")
 
 
 FRESH = {"stores": 8, "days": 180, "grouping": "20", "supplier_attempts": 50}  # left None by the parser
@@ -350,6 +409,7 @@ def main_llm(args, opened=None):
     else:
         env, params = make_env(args)
         keys = jax.random.split(jax.random.key(args.seed), args.stores)
+    saver = None if sl is not None else state_saver(args, env, params, keys)
     settings = (
         dict(  # with what run_llm_agents adds, the run's identity (stream and concurrency change nothing)
             model=args.model,
@@ -379,6 +439,7 @@ def main_llm(args, opened=None):
             progress_seconds=args.progress_seconds,
             overwrite=args.overwrite,
             start=sl,
+            on_day=saver and saver.reached,
             **tool_flags(args),
         )
     except (ValueError, RunPaused) as e:  # a folder that does not fit the run; the endpoint failed
@@ -387,6 +448,7 @@ def main_llm(args, opened=None):
         then = "continue with --resume" if sl is None else "a slice run cannot be resumed: run it again"
         print(f"rbjax: interrupted; the days finished so far are kept in {args.out}: {then}", file=sys.stderr)
         raise SystemExit(130) from None
+    finish_saving(saver)
     elapsed = time.perf_counter() - start
     print(
         f"{args.model} ({args.framework}) through the tools, {args.stores} stores x {args.days} days "

@@ -17,9 +17,20 @@ def add(sub) -> None:
     cmd = p.add_subparsers(dest="lm_command", required=True)
     doc = "lm tasks: one row per (snapshot, store, start day, horizon), with the reference's gain"
     t = command(cmd, "tasks", help=doc, description=doc)
-    t.add_argument("--from-states", required=True, help="a slices folder (rbjax run ... --save-states DIR)")
+    t.add_argument(
+        "--from-states",
+        nargs="+",
+        required=True,
+        metavar="DIR",
+        help="slices folders (rbjax run|agents run ... --save-states DIR), one or more: their tasks together",
+    )
     t.add_argument("--at", default=None, help="snapshot days, comma-separated (default: every one)")
-    t.add_argument("--days", type=int, required=True, help="days each task plays")
+    t.add_argument(
+        "--days",
+        dest="horizons",
+        required=True,
+        help="days each task plays; several horizons comma-separated",
+    )
     t.add_argument(
         "--stores", type=int, default=None, help="the first N stores of each snapshot (default: all)"
     )
@@ -30,6 +41,18 @@ def add(sub) -> None:
         default=None,
         help="days the reference plays on after each task's days, counted in the reward "
         f"(default: {DEFAULT_TAIL}; 0: the task's days alone; see docs/lm_training.md)",
+    )
+    t.add_argument(
+        "--no-panel",
+        action="store_true",
+        help="skip the headroom panel (the reference, doing nothing, ... played on every task: rbjax.lm.panel)",
+    )
+    t.add_argument(
+        "--min-headroom",
+        type=float,
+        default=None,
+        help="keep the tasks where the reference beats doing nothing by at least this relative reward "
+        "(default: keep all; docs/lm_training.md suggests 0.05)",
     )
     t.add_argument("--out", dest="tasks_out", required=True, help="the tasks file written (JSON Lines)")
     t.set_defaults(func=tasks)
@@ -46,15 +69,17 @@ def serve(args) -> None:
     serve_command(args)
 
 
-def _days(text: str | None) -> list[int] | None:
+def _days(
+    text: str | None, flag: str = "--at", what: str = "snapshot days such as 30,90"
+) -> list[int] | None:
     if text is None:
         return None
     try:
         days = [int(x) for x in text.split(",") if x.strip()]
     except ValueError:
-        raise fail(f"--at {text}: expected snapshot days such as 30,90") from None
+        raise fail(f"{flag} {text}: expected {what}") from None
     if not days:
-        raise fail(f"--at {text}: expected snapshot days such as 30,90")
+        raise fail(f"{flag} {text}: expected {what}")
     return days
 
 
@@ -65,36 +90,90 @@ def _check_writable(path: str) -> None:
 
 
 def tasks(args) -> None:
-    """``rbjax lm tasks``: the tasks file of a slices folder."""
+    """``rbjax lm tasks``: the tasks file of one or more slices folders, for one or more horizons."""
+    import time
+
     from rbjax import policies
     from rbjax.lm.tasks import make_tasks, write_tasks
 
     at = _days(args.at)
+    horizons = _days(args.horizons, "--days", "days such as 7, or horizons such as 3,7")
+    if min(horizons) < 1:
+        raise fail(f"--days {args.horizons}: expected 1 or more days")
     _check_writable(args.tasks_out)
     if args.reference not in policies.NAMES:
         raise fail(f"--reference {args.reference}: expected one of {', '.join(policies.NAMES)}")
     tail = DEFAULT_TAIL if args.tail is None else args.tail
     if tail < 0:
         raise fail(f"--tail {tail}: expected 0 or more days")
+    if args.min_headroom is not None and args.no_panel:
+        raise fail("--min-headroom needs the panel: leave --no-panel out")
     note = lambda line: print(line, file=sys.stderr)  # noqa: E731
-    try:
-        made = make_tasks(
-            args.from_states,
-            args.days,
-            at=at,
-            stores=args.stores,
-            reference=args.reference,
-            tail=tail,
-            note=note,
-        )
-    except ValueError as e:
-        default = args.tail is None and getattr(e, "arguments", ())[:1] == ("tail",)
-        raise fail(said(e) + (f", and --tail is {DEFAULT_TAIL} by default" if default else "")) from None
+    made, start = [], time.perf_counter()
+    for folder in args.from_states:
+        for days in horizons:
+            try:
+                made += make_tasks(
+                    folder,
+                    days,
+                    at=at,
+                    stores=args.stores,
+                    reference=args.reference,
+                    tail=tail,
+                    note=note,
+                    panel=not args.no_panel,
+                    min_headroom=args.min_headroom,
+                )
+            except ValueError as e:
+                default = args.tail is None and getattr(e, "arguments", ())[:1] == ("tail",)
+                raise fail(
+                    said(e) + (f", and --tail is {DEFAULT_TAIL} by default" if default else "")
+                ) from None
+    seen = {}
+    for t in made:
+        if t.id in seen and seen[t.id] != t.from_states:
+            raise fail(
+                f"--from-states: {seen[t.id]} and {t.from_states} give the same task id {t.id} (one policy and "
+                "seed): give one of them"
+            )
+        seen[t.id] = t.from_states
+    if not made:
+        raise fail(f"--min-headroom {args.min_headroom}: no task has that much headroom (lower it)")
     write_tasks(made, args.tasks_out)
-    gains = [t.reference_gain for t in made]
-    days = sorted({t.day for t in made})
-    then = f" + {tail} days of {args.reference}" if tail else ""
     print(
-        f"wrote {len(made)} tasks (days {','.join(map(str, days))}, {args.days}-day slices{then}; "
-        f"{args.reference}'s mean gain {sum(gains) / len(gains):,.2f}) to {args.tasks_out}"
+        f"wrote {len(made)} {plural(len(made), 'task')} to {args.tasks_out} in {time.perf_counter() - start:.0f} s"
     )
+    print(summary_table(made, args.reference, tail))
+
+
+def plural(n: int, word: str) -> str:
+    """``word`` for one, ``word + "s"`` otherwise."""
+    return word if n == 1 else word + "s"
+
+
+def summary_table(made, reference: str, tail: int) -> str:
+    """Per source policy and horizon: the tasks, the reference's mean gain and, with the panel, the median
+    headroom and spread."""
+    import pandas as pd
+
+    table = pd.DataFrame(
+        {
+            "source": [t.source_policy for t in made],
+            "days": [t.days for t in made],
+            "gain": [t.reference_gain for t in made],
+            "headroom": [t.headroom for t in made],
+            "spread": [t.spread for t in made],
+        }
+    )
+    then = f" + {tail} days of {reference}" if tail else ""
+    lines = [
+        f"{'source':<12} {'days':>4} {'tasks':>6} {reference + ' gain':>14} {'headroom':>9} {'spread':>8}"
+    ]
+    for (source, days), g in table.groupby(["source", "days"]):
+        panel = g.headroom.notna().all()
+        lines.append(
+            f"{source:<12} {days:>4} {len(g):>6} {g.gain.mean():>14,.2f} "
+            + (f"{g.headroom.median():>9.3f} {g.spread.median():>8.3f}" if panel else f"{'-':>9} {'-':>8}")
+        )
+    lines.append(f"(each task: its days{then}; headroom and spread: medians, relative rewards)")
+    return "\n".join(lines)

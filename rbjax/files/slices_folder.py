@@ -41,12 +41,15 @@ def write_manifest(
     data: str | None,
     files: dict[int, str],
     plan: dict | None = None,
+    agent: str | None = None,
 ) -> None:
     """``folder/slices.json``: the run that saved the snapshots (its ``checkpoint`` made absolute, the
-    planner's settings ``plan`` for the policy ``plan``) and ``files``, {day: snapshot file name}; written
+    planner's settings ``plan`` for the policy ``plan``; for a language model's run, ``policy`` is
+    ``"agent"`` and ``agent`` the model's name) and ``files``, {day: snapshot file name}; written
     atomically."""
     manifest = {
         "policy": policy,
+        "agent": agent,
         "plan": plan,
         "checkpoint": os.path.abspath(checkpoint) if checkpoint else None,
         "greedy": bool(greedy),
@@ -75,7 +78,11 @@ def read_manifest(folder: str) -> dict:
         raise ValueError(f"{path}: not a readable slices manifest (not a JSON object)")
     required = ("policy", "grouping", "supplier_attempts", "seed")
     checks = {
-        "policy": (lambda v: v in NAMES, f"a policy name ({', '.join(NAMES)})"),
+        "policy": (lambda v: v in NAMES or v == "agent", f"a policy name ({', '.join(NAMES)}) or 'agent'"),
+        "agent": (
+            lambda v: v is None or (isinstance(v, str) and 0 < len(v) <= 200),
+            "a model's name or null",
+        ),
         "grouping": (lambda v: v in ("20", "ref19"), "'20' or 'ref19'"),
         "supplier_attempts": (lambda v: is_int(v) and 1 <= v <= 10_000, "an int in 1..10,000"),
         "seed": (lambda v: is_int(v) and 0 <= v < 2**32, "an int in 0..2**32 - 1"),
@@ -93,6 +100,8 @@ def read_manifest(folder: str) -> dict:
             raise ValueError(f"{path}: field {name!r} is missing")
         if name in manifest and not ok(manifest[name]):
             raise bad(path, name, want, manifest[name])
+    if manifest["policy"] == "agent" and not manifest.get("agent"):
+        raise ValueError(f"{path}: field 'agent' must name the model of a run whose policy is 'agent'")
     return manifest
 
 

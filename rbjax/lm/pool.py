@@ -40,8 +40,10 @@ from rbjax.lm.tasks import Task
 class SessionPool:
     """``slots`` store slots over one ``AgentEngine`` for tasks of one env and params (their slices folders'
     run). reward: the kind of reward sessions report (``rewards.KINDS``). idle_timeout: seconds after which
-    ``reap`` closes a session that made no call (None: never). tool_options: as ``StoreTools`` (code limits,
-    explicit news). ``sessions``: {id: Session} of the open sessions."""
+    ``reap`` closes a session that made no call (None: never). credit: credit each decided day of a finished
+    session (``Session.turn_rewards``, ``rbjax.lm.credit``; it costs a play of the reference from every morning
+    between two decided days). tool_options: as ``StoreTools`` (code limits, explicit news). ``sessions``:
+    {id: Session} of the open sessions."""
 
     def __init__(
         self,
@@ -51,6 +53,7 @@ class SessionPool:
         idle_timeout: float | None = None,
         max_lines: int = 256,
         max_wait: float = 0.1,
+        credit: bool = True,
         **tool_options,
     ):
         from rbjax.checks import need_count
@@ -62,7 +65,7 @@ class SessionPool:
         keys = jax.random.split(jax.random.key(0), int(slots))
         self.engine = AgentEngine(self.env, self.params, keys, max_lines)
         self.slots = int(slots)
-        self.idle_timeout, self.tool_options = idle_timeout, tool_options
+        self.idle_timeout, self.tool_options, self.credit = idle_timeout, tool_options, bool(credit)
         self.starts: dict[tuple[str, int], DayStart] = {(start.folder, start.day): start}
         self.free = list(range(self.slots))[::-1]
         self.sessions: dict[str, Session] = {}
@@ -118,7 +121,7 @@ class SessionPool:
         if sid in self.sessions:
             self.free.append(slot)
             raise SessionError(f"session {sid!r} is already open")
-        session = Session(self, sid, task, slot, tools)
+        session = Session(self, sid, task, slot, tools, start.snapshot.keys[task.store])
         self.sessions[sid] = session
         self.scheduler.join(slot)
         self.opened += 1
@@ -172,6 +175,7 @@ class SessionPool:
         stepped = self.engine.step({s.slot: s.tools.day_action() for s in sessions})
         texts = {s.id: s.after_step(stepped[s.slot]) for s in sessions}
         self.play_tails([s for s in sessions if s.in_tail])
+        self.settle([s for s in sessions if s.done])
         return {s.id: s.closing(texts[s.id]) for s in sessions}
 
     def play_tails(self, sessions: list[Session]) -> None:
@@ -181,6 +185,24 @@ class SessionPool:
             stepped = self.engine.step({s.slot: s.tail_action() for s in live})
             for s in live:
                 s.after_step(stepped[s.slot])
+
+    def settle(self, sessions: list[Session]) -> None:
+        """Credit the days of ``sessions`` whose episode is over and not yet credited (``Session.turn_rewards``,
+        ``rbjax.lm.credit``): the reference played from every morning between two of their decided days, one
+        engine step a day for all of them. Nothing when the pool credits no day."""
+        from rbjax.lm.credit import turn_rewards, values
+
+        todo = [s for s in sessions if self.credit and s.done and s.turn_rewards is None]
+        mornings = [m for s in todo for m in s.mornings]
+        ends = [s.end for s in todo for _ in s.mornings]
+        refs = [s.task.reference for s in todo for _ in s.mornings]
+        v = values(self.env, self.params, mornings, ends, refs) if mornings else np.zeros(0)
+        at = 0
+        for s in todo:
+            between, at = v[at : at + len(s.mornings)], at + len(s.mornings)
+            t = s.task
+            s.turn_rewards = turn_rewards(s.start_net_worth + t.reference_gain, between, s.net_worth, t.scale)
+            s.mornings = []  # their states and ledgers are no longer needed
 
     def reference_driver(self, name: str) -> PolicyDriver:
         """The ``PolicyDriver`` of reference policy ``name`` over the pool's engine (made once; every slot's

@@ -8,7 +8,8 @@ model's part ends on the morning after the task's last decided day; then the tas
 last ``end_today`` answers. The episode ends after the continuation ("horizon") or when the store goes
 bankrupt ("bankrupt"). ``finish`` ends the model's part early: today's draft is ended as it stands and the
 remaining decided days are played with no new decisions, then the continuation, so every rollout of a task is
-scored over the same days.
+scored over the same days. Once the episode is over, ``info()["turn_rewards"]`` credits each day played in
+the model's part with what it was worth (``rbjax.lm.credit``): they sum to the ``relative`` reward.
 
 A tool's failure (an unknown tool, a bad argument) is the tool's error text, as in the benchmark; a call on a
 closed or finished session raises ``SessionError``.
@@ -33,10 +34,16 @@ class Session:
     task.tail``); daily: the net-worth change of every decided day played; tail_daily: of every day of the
     continuation; records: [(day, DayInfo row)] of every day played (numpy, the engine's step rows); deciding:
     the model may still call tools; done, reason ("horizon", "bankrupt"); decided_days: days ended by the model
-    (the others by ``finish``); last_ok: whether the last tool call succeeded (``ToolResult.ok``)."""
+    (the others by ``finish``); last_ok: whether the last tool call succeeded (``ToolResult.ok``).
+    key: the store's episode key (the task's random numbers); mornings: the store on every morning between
+    two days of the model's part (``credit.Morning``, kept when the pool credits days); turn_rewards: each
+    such day's credit, set when the episode is over (``SessionPool.settle``)."""
 
-    def __init__(self, pool, session_id: str, task, slot: int, tools):
+    def __init__(self, pool, session_id: str, task, slot: int, tools, key=None):
         self.pool, self.id, self.task, self.slot, self.tools = pool, session_id, task, slot, tools
+        self.key = key
+        self.mornings: list = []
+        self.turn_rewards: list[float] | None = None
         today = pool.engine.today(slot)
         self.start_net_worth = self.net_worth = self.decided_net_worth = float(today.net_worth)
         self.day, self.stop = today.day, task.day + task.days
@@ -97,6 +104,7 @@ class Session:
         self.decided_days += 1
         text = self.after_step(await self.pool.scheduler.end_day(self.slot, self.tools.day_action()))
         await self.aplay_tail()
+        await self.asettle()
         return self.closing(text)
 
     def finish(self) -> dict:
@@ -113,6 +121,7 @@ class Session:
             self.check_open()
             self.after_step(await self.pool.scheduler.end_day(self.slot, self.tools.day_action()))
             await self.aplay_tail()
+        await self.asettle()
         return self.info()
 
     # ------------------------------------------------------------------ days
@@ -144,6 +153,10 @@ class Session:
         self.deciding = self.deciding and not self.done and after.day < self.stop
         if not self.deciding:
             return text
+        if self.pool.credit:  # the morning between two decided days, before the next one begins
+            from rbjax.lm.credit import morning_of
+
+            self.mornings.append(morning_of(self.pool.engine, self.slot, self.key, self.tools))
         self.morning = self._begin()
         return text + "\n\n" + self.morning
 
@@ -157,6 +170,13 @@ class Session:
         action = self.pool.reference_action(self.task.reference, self.slot)
         play_policy_day(self.tools, self.pool.engine, action)
         return self.tools.day_action()
+
+    async def asettle(self) -> None:
+        """Credit the days once the episode is over (asyncio): ``SessionPool.settle`` on the engine's thread."""
+        if self.done and self.turn_rewards is None and self.pool.credit and not self.closed:
+            import asyncio
+
+            await asyncio.wrap_future(self.pool.scheduler.submit(self.pool.settle, [self]))
 
     async def aplay_tail(self) -> None:
         """Play the continuation (asyncio): each day the store parks for the next batched step at once, and
@@ -180,7 +200,9 @@ class Session:
 
     def info(self) -> dict:
         """The episode so far, JSON-able: task, day, net worth, gain (continuation included), the decided
-        days' gain and daily changes, the continuation's days and gain, done, reason, reward."""
+        days' gain and daily changes, the continuation's days and gain, done, reason, reward, and
+        turn_rewards: [days_played] each decided day's credit (``rbjax.lm.credit``, summing to the relative
+        reward), None until the episode is over or when the pool credits no day."""
         return {
             "session": self.id,
             "task": self.task.id,
@@ -202,5 +224,6 @@ class Session:
             "done": self.done,
             "reason": self.reason,
             "reward": self.reward,
+            "turn_rewards": None if self.turn_rewards is None else list(self.turn_rewards),
             "calls": self.calls,
         }

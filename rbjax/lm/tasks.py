@@ -16,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
 from collections.abc import Sequence
 
 import numpy as np
@@ -40,7 +41,10 @@ class Task:
     ``days`` decided days, then ``tail`` days of the reference policy (the continuation, ``rewards``).
     reference_gain: the reference policy's net-worth gain over the ``days + tail`` days with the same random
     numbers; start_net_worth: the store's net worth that morning; scale: the reward's divisor
-    (``rewards.scale``). prompt: a chat prompt ([{role, content}]) that opens the task."""
+    (``rewards.scale``). prompt: a chat prompt ([{role, content}]) that opens the task. source_policy: the
+    policy whose run made the store's state. panel: {member: reward} of ``panel.MEMBERS`` played on the task
+    with its random numbers; headroom: what the reference gains over doing nothing (-panel["null"]); spread:
+    the panel's largest reward less its smallest (all three None for a task made without the panel)."""
 
     id: str
     from_states: str
@@ -58,6 +62,9 @@ class Task:
     supplier_attempts: int
     data: str | None
     prompt: list
+    panel: dict | None = None
+    headroom: float | None = None
+    spread: float | None = None
 
     def to_row(self) -> dict:
         """The task as a JSON-able row (one line of a tasks file; ``from_row`` reads it back)."""
@@ -87,6 +94,7 @@ FIELDS = {
     "data": (str, type(None)),
     "prompt": list,
 }
+OPTIONAL = {"panel": dict, "headroom": float, "spread": float}  # None (or absent) for a task without a panel
 
 
 def check_row(row, where: str) -> dict:
@@ -109,6 +117,18 @@ def check_row(row, where: str) -> dict:
             )
             raise ValueError(f"{where}: field {name!r} must be {want}, got {v!r}"[:300])
         out[name] = v
+    for name, kind in OPTIONAL.items():
+        v = row.get(name)
+        if kind is float and isinstance(v, int) and not isinstance(v, bool):
+            v = float(v)
+        if v is not None and (not isinstance(v, kind) or (kind is float and not np.isfinite(v))):
+            want = "an object" if kind is dict else "a finite number"
+            raise ValueError(f"{where}: field {name!r} must be {want} or null, got {v!r}"[:300])
+        if kind is dict and v is not None:
+            if not all(isinstance(x, int | float) and not isinstance(x, bool) for x in v.values()):
+                raise ValueError(f"{where}: field {name!r} must map names to numbers"[:300])
+            v = {str(k): float(x) for k, x in v.items()}
+        out[name] = v
     for name in ("day", "store", "tail"):
         if out[name] < 0:
             raise ValueError(f"{where}: field {name!r} must be >= 0, got {out[name]}")
@@ -124,9 +144,12 @@ def task_id(policy: str, seed: int, day: int, store: int, days: int, tail: int =
     return f"{policy}-s{seed}-d{day:03d}-st{store:04d}-n{days}" + (f"-k{tail}" if tail else "")
 
 
-def task_of(start, store: int, days: int, reference: str, reference_gain: float, tail: int = 0) -> Task:
+def task_of(
+    start, store: int, days: int, reference: str, reference_gain: float, tail: int = 0, panel=None
+) -> Task:
     """The ``Task`` of store ``store`` of ``start`` (a ``day_start.DayStart``) for ``days`` decided days and
-    ``tail`` days of continuation, the reference's gain over all of them given."""
+    ``tail`` days of continuation, the reference's gain over all of them given; panel: [len(MEMBERS)] the
+    panel's rewards (``panel.panel_rewards``' row) or None."""
     from rbjax.lm.rewards import scale
 
     m, env = start.manifest, start.env
@@ -134,13 +157,13 @@ def task_of(start, store: int, days: int, reference: str, reference_gain: float,
     date = env.catalog.date_of(int(start.params.open_day) + start.day).isoformat()
     text = PROMPT.format(store=store, date=date, days=days) + (TAIL_PROMPT.format(tail=tail) if tail else "")
     return Task(
-        id=task_id(m["policy"], m["seed"], start.day, store, days, tail),
+        id=task_id(re.sub(r"[^A-Za-z0-9_.]+", "_", start.source), m["seed"], start.day, store, days, tail),
         from_states=start.folder,
         day=start.day,
         store=store,
         days=days,
         tail=tail,
-        source_policy=m["policy"],
+        source_policy=start.source,
         reference=reference,
         reference_gain=float(reference_gain),
         start_net_worth=start_nw,
@@ -150,7 +173,22 @@ def task_of(start, store: int, days: int, reference: str, reference_gain: float,
         supplier_attempts=int(m["supplier_attempts"]),
         data=m.get("data"),
         prompt=[{"role": "user", "content": text}],
+        **panel_fields(panel),
     )
+
+
+def panel_fields(rewards) -> dict:
+    """The task row's panel, headroom and spread of one task's panel rewards ([len(MEMBERS)], or None)."""
+    if rewards is None:
+        return {}
+    from rbjax.lm.panel import MEMBERS, summarize
+
+    headroom, spread = summarize(np.asarray(rewards, np.float64)[None])
+    return {
+        "panel": {m: float(r) for m, r in zip(MEMBERS, rewards, strict=True)},
+        "headroom": float(headroom[0]),
+        "spread": float(spread[0]),
+    }
 
 
 def make_tasks(
@@ -162,17 +200,23 @@ def make_tasks(
     tail: int = DEFAULT_TAIL,
     progress: int = 0,
     note=None,
+    panel: bool = True,
+    min_headroom: float | None = None,
 ) -> list[Task]:
     """The tasks of a slices folder: for each snapshot day in ``at`` (default: every one) and each of its
     first ``stores`` open stores (default: all), the slice of ``days`` decided days and ``tail`` days of
     ``reference``'s continuation, with ``reference``'s gain over all ``days + tail`` days (``reference_gains``,
     the stores' own keys). The stores' tool history is made once per day and kept in the folder
-    (``agents.runs.history``), so opening a task never plays a day again. note: called with a line per
-    snapshot day. ValueError (one line) for a folder, day, size or tail that does not fit (a continuation
-    past the run's horizon is refused, never shortened)."""
+    (``agents.runs.history``), so opening a task never plays a day again. panel: play ``panel.MEMBERS`` on
+    every task (its ``panel``, ``headroom`` and ``spread``); min_headroom: keep only the tasks whose headroom
+    is at least this (needs the panel). note: called with a line per snapshot day. ValueError (one line) for
+    a folder, day, size or tail that does not fit (a continuation past the run's horizon is refused, never
+    shortened)."""
     from rbjax.agents.runs.day_start import open_day_start
     from rbjax.counts import is_whole
     from rbjax.files.slices_folder import open_slices_folder, read_manifest
+    from rbjax.lm.panel import panel_rewards
+    from rbjax.lm.rewards import scale
 
     manifest = read_manifest(folder)
     days_in = sorted(int(d) for d in manifest.get("files", {})) if at is None else list(at)
@@ -180,6 +224,12 @@ def make_tasks(
         raise ArgumentError(f"{{from_states}} {folder}: the folder holds no snapshot", "from_states")
     if not is_whole(tail) or tail < 0:
         raise ArgumentError(f"{{tail}} must be an int >= 0, got {tail!r}", "tail")
+    if min_headroom is not None and not panel:
+        raise ArgumentError(
+            "{min_headroom} needs the panel: leave {no_panel} out", "min_headroom", "no_panel"
+        )
+    if min_headroom is not None and not np.isfinite(min_headroom):
+        raise ArgumentError(f"{{min_headroom}} must be a finite number, got {min_headroom!r}", "min_headroom")
     for day in days_in:
         open_slices_folder(folder, day)  # checks the day exists, one-line errors
         check_tail(day, days, int(tail), int(manifest.get("days", 180)))
@@ -189,8 +239,14 @@ def make_tasks(
         check_tail(day, days, int(tail), start.horizon)
         rows = start.open_stores(stores)
         gains = reference_gains(start, days + tail, reference, rows)
-        for s, gain in zip(rows, gains, strict=True):
-            tasks.append(task_of(start, s, days, reference, float(gain), int(tail)))
+        scales = [scale(g, float(start.params.rent), days + tail) for g in gains]
+        played = (
+            panel_rewards(start, rows, days, tail, reference, gains, scales) if panel else [None] * len(rows)
+        )
+        for s, gain, member_rewards in zip(rows, gains, played, strict=True):
+            tasks.append(task_of(start, s, days, reference, float(gain), int(tail), member_rewards))
+    if min_headroom is not None:
+        tasks = [t for t in tasks if t.headroom >= min_headroom]
     return tasks
 
 

@@ -203,6 +203,8 @@ def test_scripted_tool_calls_score_as_a_session_with_the_same_calls(tasks, tasks
         meta = sample.scores["session_reward"].metadata
         assert meta["model_ended_days"] == TASK_DAYS and meta["runner_ended_days"] == 0
         assert meta["daily"] == session.info()["daily"] and meta["decided_days"] == TASK_DAYS
+        assert meta["turn_rewards"] == pytest.approx(session.info()["turn_rewards"], rel=1e-12, abs=1e-15)
+        assert sum(meta["turn_rewards"]) == pytest.approx(session.reward, rel=1e-9, abs=1e-12)
         events = tool_events(sample)
         called = [e.function for e in events]
         assert called == ([n for n, _ in day] + ["end_today", "view_inventory"]) * TASK_DAYS

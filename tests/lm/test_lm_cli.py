@@ -6,6 +6,7 @@ import pytest
 from conftest import EVERY, STORES
 
 from rbjax.cli import main
+from rbjax.lm.panel import MEMBERS
 
 pytestmark = pytest.mark.slow  # a slices run and its tool history
 
@@ -21,7 +22,37 @@ def test_lm_tasks_writes_one_row_per_store(slices_dir, tmp_path, capsys):
         (EVERY, s, 3, 1) for s in range(STORES)
     ]
     assert "1 more day(s)" in rows[0]["prompt"][0]["content"]
-    assert f"wrote {STORES} tasks (days {EVERY}, 3-day slices + 1 days of oracle" in capsys.readouterr().out
+    said = capsys.readouterr().out
+    assert f"wrote {STORES} tasks to {out}" in said and "oracle gain" in said and "headroom" in said
+    assert all(set(r["panel"]) == set(MEMBERS) and r["headroom"] == -r["panel"]["null"] for r in rows)
+
+
+def test_lm_tasks_keeps_the_tasks_with_headroom_and_mixes_horizons(slices_dir, tmp_path, capsys):
+    """Two horizons in one file; --min-headroom between the two tasks' headrooms keeps the larger."""
+    out = tmp_path / "tasks.jsonl"
+    base = [
+        "--devices",
+        "1",
+        "lm",
+        "tasks",
+        "--from-states",
+        str(slices_dir),
+        "--tail",
+        "1",
+        "--out",
+        str(out),
+    ]
+    main([*base, "--days", "2,3"])
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert sorted((r["days"], r["store"]) for r in rows) == [(d, s) for d in (2, 3) for s in range(STORES)]
+    room = sorted(r["headroom"] for r in rows if r["days"] == 3)
+    assert room[0] < room[-1]
+    main([*base, "--days", "3", "--min-headroom", str((room[0] + room[-1]) / 2)])
+    kept = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [r["headroom"] for r in kept] == [room[-1]]
+    assert "wrote 1 task to" in capsys.readouterr().out
+    with pytest.raises(SystemExit, match="no task has that much headroom"):
+        main([*base, "--days", "3", "--min-headroom", "1e9"])
 
 
 @pytest.mark.parametrize(
@@ -38,6 +69,9 @@ def test_lm_tasks_writes_one_row_per_store(slices_dir, tmp_path, capsys):
         ("--days 2 --at x", "--at x: expected snapshot days"),
         ("--days 2 --reference nobody", "--reference nobody"),
         ("--days 2 --tail 0 --stores 9", "--stores 9"),
+        ("--days 2,x", "--days 2,x: expected days"),
+        ("--days 0", "--days 0: expected 1 or more days"),
+        ("--days 2 --no-panel --min-headroom 0.1", "--min-headroom needs the panel"),
     ],
 )
 def test_lm_tasks_errors_are_one_line(slices_dir, tmp_path, flags, message):

@@ -76,7 +76,10 @@ def test_two_mcp_sessions_are_isolated_and_share_steps(url):
             days = 0
             while not (out := await c.call_tool("end_today"))["done"]:
                 days += 1
-                assert out["reward"] is None
+                assert out["reward"] is None and out["turn_rewards"] is None
+            # each decided day's credit, once the episode is over: they sum to the (relative) reward
+            assert len(out["turn_rewards"]) == days + 1
+            assert sum(out["turn_rewards"]) == pytest.approx(out["reward"], rel=1e-9, abs=1e-12)
             with pytest.raises(RuntimeError, match="finished"):
                 await c.call_tool("view_inventory")
             return r.observation, funds, out, days
@@ -116,6 +119,11 @@ def test_generic_client_reset_step_state(url, tasks_file):
             while not r.done:
                 r = await g.step({"type": "call_tool", "tool_name": "end_today", "arguments": {}})
             assert r.reward is not None and r.observation["result"]["data"]["done"]
+            credits = r.observation["result"]["data"]["turn_rewards"]
+            assert len(credits) == row["days"] and sum(credits) == pytest.approx(
+                r.reward, rel=1e-9, abs=1e-12
+            )
+            assert r.observation["metadata"]["turn_rewards"] == credits
             state = await g.state()
             assert (
                 state["done"]

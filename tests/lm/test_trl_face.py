@@ -90,6 +90,10 @@ def test_rewards_follow_the_calls_and_equal_a_sessions(rows):
     s = pool.open(idle.session.task)
     s.finish()
     assert r_idle == s.reward and r_idle != ra
+    for env, reward in ((a, ra), (idle, r_idle)):  # each day's credit, summing to the relative reward
+        assert len(env.turn_rewards) == env.session.info()["days_played"]
+        assert sum(env.turn_rewards) == pytest.approx(reward, rel=1e-9, abs=1e-12)
+    assert RetailEnvironment().turn_rewards is None
     pool.close(s)
     assert len(pool.free) == pool.slots  # get_reward freed every slot
     assert "Unknown SKU" in (a.reset(**rows[1]) and a.view_sku_prices(sku_ids=["nope"]))

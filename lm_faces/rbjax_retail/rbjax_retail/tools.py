@@ -43,6 +43,9 @@ class RetailState(vf.State):
     gain: float | None = None
     days_played: int = 0
     calls: int = 0
+    turn_rewards: list[float] | None = None
+    """Each decided day's credit once the session is over (the server's ``info["turn_rewards"]``): they sum to
+    the relative reward, for per-turn advantages."""
 
 
 class OrderLine(BaseModel):

@@ -64,8 +64,10 @@ class DayStart:
 
     @property
     def source(self) -> str:
-        """The name of the policy that played the run (and makes the tool history)."""
-        return self.manifest["policy"]
+        """The name of the policy that played the run (and makes the tool history); ``agent:MODEL`` for a
+        language model's run (``agents run --save-states``)."""
+        m = self.manifest
+        return f"agent:{m['agent']}" if m["policy"] == "agent" else m["policy"]
 
     def open_stores(self, stores: int | None = None) -> list[int]:
         """The first ``stores`` stores (default: all with a history) that are still open on the morning."""
@@ -90,6 +92,12 @@ class DayStart:
         from rbjax import policies
 
         m = self.manifest
+        if m["policy"] == "agent":
+            raise ArgumentError(
+                f"{{from_states}} {self.folder}: its stores were played by the model {m['agent']}, whose days "
+                f"cannot be played again: its tool history ({history.history_name(self.day)}) must be there",
+                "from_states",
+            )
         try:
             plan = policies.PlanSettings(**m["plan"]) if m.get("plan") else None
             return policies.make(m["policy"], self.env, m.get("checkpoint"), m.get("greedy", False), plan)

@@ -61,9 +61,10 @@ def open_from_states(
     start = read_day(folder, at, data)
     ids, stores, days = _slice_size(start, stores, days)
     need = stores if ids is None else max(ids) + 1  # the history file holds the snapshot's first stores
-    policy, policy_params = start.source_policy()
     reference = reference or "oracle"
     past = start.stored_history(need)
+    # the source policy only makes a missing history (a language model's run keeps its own: save_states)
+    policy, policy_params = start.source_policy() if past is None else (None, None)
     if note is not None:
         how = (
             f"its tool history from {history.history_name(start.day)}"

@@ -50,24 +50,32 @@ def file_digest(path: str) -> str:
     return h.hexdigest()
 
 
-def warm_up(engine: AgentEngine, stores: list[StoreTools], policy, policy_params, stop: int, progress=0):
-    """Play every store of ``engine`` from its morning to the morning of day ``stop`` under ``policy``, with
-    the calls ``PolicyDriver`` makes (the same ids, ledgers and state), the read calls counted, not run.
-    One ``AgentEngine.step`` a day for all stores. progress: a line on stderr every N days (0: none)."""
+def warm_up(
+    engine: AgentEngine, stores: list[StoreTools], policy, policy_params, stop: int | list[int], progress=0
+):
+    """Play every store of ``stores`` from its morning to the morning of day ``stop`` (an int, or [len(stores)]
+    one per store) under ``policy``, with the calls ``PolicyDriver`` makes (the same ids, ledgers and state),
+    the read calls counted, not run. One ``AgentEngine.step`` a day for every store short of its stop.
+    progress: a line on stderr every N days (0: none)."""
     driver = PolicyDriver(engine, policy, policy_params)
+    stops = [stop] * len(stores) if isinstance(stop, int | np.integer) else list(stop)
     start = time.perf_counter()
     while True:
-        live = {s.store: s for s in stores if not engine.today(s.store).done}
-        day = min((engine.today(s).day for s in live), default=stop)
-        if day >= stop:
+        live = {
+            s.store: s
+            for s, end in zip(stores, stops, strict=True)
+            if not engine.today(s.store).done and engine.today(s.store).day < end
+        }
+        if not live:
             return
+        day = min(engine.today(s).day for s in live)
         for s, store in live.items():
             play_policy_day(store, engine, driver.action(s))
         end_days(engine, live, dict.fromkeys(live, ("model", None)), {s: [] for s in live})
         if progress and (day + 1) % progress == 0:
             rate = (day + 1) * len(live) / (time.perf_counter() - start)
             print(
-                f"history: day {day + 1}/{stop}, {len(live)} stores, {rate:,.0f} store-days/s",
+                f"history: day {day + 1}/{max(stops)}, {len(live)} stores, {rate:,.0f} store-days/s",
                 file=sys.stderr,
             )
 

@@ -65,6 +65,7 @@ def run_llm_agents(
     progress_seconds: float = 30.0,
     overwrite: bool = False,
     start=None,
+    on_day=None,
     **tool_options,
 ):
     """Run ``len(keys)`` stores, each by its own ``framework`` agent over the shared ``model`` (a
@@ -77,6 +78,7 @@ def run_llm_agents(
 
     settings: what identifies the run besides what this function sees (``run_identity``); a resumed run
     must match it. overwrite: a fresh run replaces the run in ``out`` (else it refuses a used folder).
+    on_day: as ``run_async``'s (``StateSaver.reached``).
     Returns (DayInfo records [B, horizon], the per-store tool and token table, the agents). Raises
     ``RunPaused`` when stores paused on endpoint failures, ``ValueError`` (one line) for a folder that
     does not fit.
@@ -99,7 +101,7 @@ def run_llm_agents(
             records[s] = restore(store, agent, saved[s])
         agents[s] = Checkpointed(agent, engine, os.path.join(out, f"store_{s}"), records[s])
     inner = [a.agent for a in agents.values()]
-    paused = _play(engine, stores, agents, records, inner, progress_seconds, start)
+    paused = _play(engine, stores, agents, records, inner, progress_seconds, start, on_day)
     if paused:
         message = pause_message(paused, len(stores), getattr(model, "base_url", None))
         if start is not None:
@@ -157,7 +159,7 @@ def _agent(framework, model, s: int, out: str, content, env, params, rules, prom
     )
 
 
-def _play(engine, stores, agents, records, inner, progress_seconds: float, start) -> dict:
+def _play(engine, stores, agents, records, inner, progress_seconds: float, start, on_day=None) -> dict:
     """Every store's days (``run_async``) with a progress line every ``progress_seconds``; returns the paused
     stores, {store: (1-based day, why)}."""
     counter = Progress(
@@ -174,7 +176,9 @@ def _play(engine, stores, agents, records, inner, progress_seconds: float, start
     paused = {}
     stop = None if start is None else start.stop
     asyncio.run(
-        run_async(engine, stores, agents, progress=counter, records=records, paused=paused, stop=stop)
+        run_async(
+            engine, stores, agents, progress=counter, records=records, paused=paused, stop=stop, on_day=on_day
+        )
     )
     if progress_seconds:
         counter.print()

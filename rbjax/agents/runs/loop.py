@@ -243,6 +243,7 @@ async def _run_store(
     progress,
     paused,
     stop: int | None = None,
+    on_day: Callable | None = None,
 ):
     s = store.store
     try:
@@ -261,6 +262,8 @@ async def _run_store(
                     store, engine, today.day, stepped, records, "runner" if forced else "model", forced
                 )
                 await agent.after_day(store, today, result)
+                if on_day is not None:  # e.g. a snapshot of the stores that reached a saved morning
+                    on_day(store, engine)
             except StorePaused as e:  # the day is not recorded: a resumed run plays it again
                 del records[played:]
                 paused[s] = (morning.day + 1, str(e))
@@ -281,6 +284,7 @@ async def run_async(
     records: dict | None = None,
     paused: dict | None = None,
     stop: int | None = None,
+    on_day: Callable | None = None,
 ):
     """Run every store until its episode ends or its agent raises ``StorePaused``; returns {store: [(day,
     DayInfo row), ...]}.
@@ -289,6 +293,7 @@ async def run_async(
     runner ends the day). progress: a ``Progress``, or a line every N days (0: none). records: the days
     already played (a resumed run), extended in place. paused: filled with {store: (1-based day, why)}.
     stop: a store also stops on the morning of this day (days since opening; None: at its episode's end).
+    on_day: called with (store's tools, engine) after each of a store's days ends (``StateSaver.reached``).
     """
     scheduler = DayScheduler(engine)
     counter = progress if isinstance(progress, Progress) else Progress(len(stores), progress)
@@ -303,7 +308,16 @@ async def run_async(
         await asyncio.gather(
             *(
                 _run_store(
-                    s, engine, scheduler, agents[s.store], jitter, records[s.store], counter, paused, stop
+                    s,
+                    engine,
+                    scheduler,
+                    agents[s.store],
+                    jitter,
+                    records[s.store],
+                    counter,
+                    paused,
+                    stop,
+                    on_day,
                 )
                 for s in stores
             )

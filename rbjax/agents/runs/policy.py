@@ -97,13 +97,15 @@ def run_policy_agents(
     out: str | None = None,
     jitter: float = 0.0,
     progress: int = 0,
+    on_day=None,
     **tool_options,
 ):
     """Drive ``policy`` through the tools for ``len(keys)`` stores until their episodes end (the horizon is
-    ``params.horizon``). Returns (DayInfo records [B, horizon], the engine, the stores' tools)."""
+    ``params.horizon``). on_day: as ``run_async``'s (``StateSaver.reached``). Returns (DayInfo records
+    [B, horizon], the engine, the stores' tools)."""
     engine = AgentEngine(env, params, keys)
     stores = make_stores(engine, out, **tool_options)
     driver = PolicyDriver(engine, policy, policy_params)
 
-    records = asyncio.run(run_async(engine, stores, driver.act, jitter, progress))
+    records = asyncio.run(run_async(engine, stores, driver.act, jitter, progress, on_day=on_day))
     return stack_records(records, int(params.horizon)), engine, stores

@@ -12,8 +12,10 @@ server's event loop.
   reference gain and scale): a row that differs from the served task of its id in any field, an unknown id or
   anything else is refused before anything is opened, with a one-line error (a 400 ``{"error"}`` from
   ``POST /reset``; an error frame over the websocket, which ``EnvClient.reset`` raises as ``RuntimeError``);
-- a tool call answers ``{"text", "done", "reward", "day"}`` (``MCPToolClient.call_tool``'s value); through
-  ``step`` (``GenericEnvClient``) the observation's ``reward`` and ``done`` are set too. A bad argument is the
+- a tool call answers ``{"text", "done", "reward", "day", "turn_rewards"}`` (``MCPToolClient.call_tool``'s
+  value; turn_rewards: each decided day's credit once the episode is over, ``rbjax.lm.credit``, else null);
+  through ``step`` (``GenericEnvClient``) the observation's ``reward`` and ``done`` are set too, and its
+  ``metadata["turn_rewards"]`` once the episode is over. A bad argument is the
   tool's error text, as the model would see it. An unknown tool name is not: ``MCPToolClient.call_tool``
   gets a JSON-RPC error and raises ``RuntimeError``, and ``step`` answers an observation whose ``error`` is
   ``tool_not_found``. A call on a finished episode is an MCP error too;
@@ -41,6 +43,7 @@ RESULT_SCHEMA = {
         "done": {"type": "boolean"},
         "reward": {"type": ["number", "null"]},
         "day": {"type": "integer"},
+        "turn_rewards": {"type": ["array", "null"], "items": {"type": "number"}},
     },
     "required": ["text", "done", "reward", "day"],
 }
@@ -251,8 +254,8 @@ class _Episodes:
         )
 
     async def forward(self, name: str, args: dict) -> dict:
-        """Tool ``name`` on the session: {"text", "done", "reward", "day"}; ToolError when no episode is open
-        or the session refuses the call."""
+        """Tool ``name`` on the session: {"text", "done", "reward", "day", "turn_rewards"}; ToolError when no
+        episode is open or the session refuses the call."""
         from fastmcp.exceptions import ToolError
 
         from rbjax.lm.session import SessionError
@@ -264,7 +267,13 @@ class _Episodes:
             text = await s.acall(name, args)
         except SessionError as e:
             raise ToolError(str(e)) from None
-        return {"text": text, "done": s.done, "reward": s.reward, "day": s.day}
+        return {
+            "text": text,
+            "done": s.done,
+            "reward": s.reward,
+            "day": s.day,
+            "turn_rewards": s.turn_rewards,
+        }
 
     @property
     def state(self):
@@ -314,6 +323,8 @@ def _environment_class(state_cls: type, observation_cls: type, forward_tool: typ
             s = self.session
             if isinstance(obs, CallToolObservation) and s is not None:
                 obs.done, obs.reward = s.done, s.reward
+                if s.turn_rewards is not None:  # per-day credit, once the episode is over
+                    obs.metadata = {**(obs.metadata or {}), "turn_rewards": list(s.turn_rewards)}
             return obs
 
         def _step_impl(self, action, timeout_s=None, **kwargs) -> Observation:

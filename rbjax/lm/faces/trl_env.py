@@ -17,7 +17,8 @@ What a TRL user trips over (``examples/lm_trl_grpo.py`` runs on a CPU):
   again at the first ``get_reward``). ``environment_class(slots=..., reward=...)`` makes a class with its
   own pool of that size (a pool is made at the first ``reset`` and keeps its size).
 - ``reward_funcs=[]`` is enough: TRL adds ``get_reward`` as a reward of weight 1, logged under the class's
-  name (``RetailEnvironment``).
+  name (``RetailEnvironment``). TRL's hook is one float per rollout; each day's credit is the instance's
+  ``turn_rewards`` after it (they sum to the relative reward), for a reward function or a logger.
 - ``GRPOConfig`` turns bf16 on by default; without a GPU pass ``use_cpu=True`` (or ``bf16=False``).
 - The 21 tool schemas and the first morning come to about 5k prompt tokens. TRL counts tool results in
   ``max_completion_length``: a call whose result would pass it is dropped from the completion and ends the
@@ -143,6 +144,14 @@ class RetailEnvironment:
             self.session.finish()
             type(self).pool.close(self.session)
         return float(self.session.reward)
+
+    @property
+    def turn_rewards(self) -> list[float] | None:
+        """Each decided day's credit once the episode is over (``rbjax.lm.credit``; after ``get_reward``):
+        they sum to the relative reward. TRL's ``get_reward`` hook takes one float per rollout, so per-turn
+        credit reaches a trainer through this property (a property, not a method: TRL would expose a method
+        to the model as a tool). None before the episode is over."""
+        return None if self.session is None else self.session.turn_rewards
 
 
 for _spec in TOOL_SPECS:
