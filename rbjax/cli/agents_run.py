@@ -83,10 +83,10 @@ def main(args) -> None:
     from rbjax.results import metrics
 
     env, params = make_env(args)
+    keys = jax.random.split(jax.random.key(args.seed), args.stores)
+    saver = state_saver(args, env, params, keys)  # its flags checked before --out is touched
     prepare_out(args)
     policy, policy_params = make_policy(args, env)
-    keys = jax.random.split(jax.random.key(args.seed), args.stores)
-    saver = state_saver(args, env, params, keys)
     start = time.perf_counter()
     rec, _, _ = run_policy_agents(
         env,
@@ -133,6 +133,13 @@ def state_saver(args, env, params, keys):
         raise fail(f"--save-states {args.save_states}: not a writable folder ({e.strerror or e})") from None
     if not os.access(args.save_states, os.W_OK):
         raise fail(f"--save-states {args.save_states}: not a writable folder")
+    held = [
+        n for n in os.listdir(args.save_states) if n == "slices.json" or n.startswith(("day_", "tools_day_"))
+    ]
+    if held:
+        raise fail(
+            f"--save-states {args.save_states}: holds the snapshots of another run ({held[0]}): use a new folder"
+        )
     return StateSaver(
         args.save_states,
         env,
@@ -154,8 +161,8 @@ def state_saver(args, env, params, keys):
 
 
 def finish_saving(saver) -> None:
-    """``slices.json`` of --save-states, and a line saying what was written."""
-    if saver is None:
+    """``slices.json`` of --save-states, and a line saying what was written (nothing when no snapshot was)."""
+    if saver is None or not saver.files:
         return
     files = saver.finish()
     days = ", ".join(map(str, files)) or "none"
@@ -424,7 +431,7 @@ def main_llm(args, opened=None):
     if sl is not None:
         settings |= slice_settings(states)
     start = time.perf_counter()
-    try:
+    try:  # the snapshots written so far get their manifest even when the run stops early
         rec, tools, agents = run_llm_agents(
             env,
             params,
@@ -448,7 +455,8 @@ def main_llm(args, opened=None):
         then = "continue with --resume" if sl is None else "a slice run cannot be resumed: run it again"
         print(f"rbjax: interrupted; the days finished so far are kept in {args.out}: {then}", file=sys.stderr)
         raise SystemExit(130) from None
-    finish_saving(saver)
+    finally:
+        finish_saving(saver)
     elapsed = time.perf_counter() - start
     print(
         f"{args.model} ({args.framework}) through the tools, {args.stores} stores x {args.days} days "

@@ -94,7 +94,7 @@ def tasks(args) -> None:
     import time
 
     from rbjax import policies
-    from rbjax.lm.tasks import make_tasks, write_tasks
+    from rbjax.lm.tasks import make_tasks, with_headroom, write_tasks
 
     at = _days(args.at)
     horizons = _days(args.horizons, "--days", "days such as 7, or horizons such as 3,7")
@@ -110,8 +110,9 @@ def tasks(args) -> None:
         raise fail("--min-headroom needs the panel: leave --no-panel out")
     note = lambda line: print(line, file=sys.stderr)  # noqa: E731
     made, start = [], time.perf_counter()
-    for folder in args.from_states:
-        for days in horizons:
+    folders = list({os.path.abspath(f): f for f in reversed(args.from_states)}.values())[::-1]  # each once
+    for folder in folders:
+        for days in dict.fromkeys(horizons):
             try:
                 made += make_tasks(
                     folder,
@@ -122,7 +123,6 @@ def tasks(args) -> None:
                     tail=tail,
                     note=note,
                     panel=not args.no_panel,
-                    min_headroom=args.min_headroom,
                 )
             except ValueError as e:
                 default = args.tail is None and getattr(e, "arguments", ())[:1] == ("tail",)
@@ -137,13 +137,21 @@ def tasks(args) -> None:
                 "seed): give one of them"
             )
         seen[t.id] = t.from_states
-    if not made:
-        raise fail(f"--min-headroom {args.min_headroom}: no task has that much headroom (lower it)")
-    write_tasks(made, args.tasks_out)
-    print(
-        f"wrote {len(made)} {plural(len(made), 'task')} to {args.tasks_out} in {time.perf_counter() - start:.0f} s"
-    )
-    print(summary_table(made, args.reference, tail))
+    kept = made
+    if args.min_headroom is not None:
+        try:
+            kept = with_headroom(made, args.min_headroom)
+        except ValueError as e:
+            raise fail(e) from None
+        if not kept:
+            raise fail(
+                f"--min-headroom {args.min_headroom}: none of the {len(made)} tasks has that much headroom"
+            )
+    write_tasks(kept, args.tasks_out)
+    took = time.perf_counter() - start
+    among = f" (of {len(made)}: those with headroom >= {args.min_headroom})" if kept is not made else ""
+    print(f"wrote {len(kept)} {plural(len(kept), 'task')} to {args.tasks_out} in {took:.0f} s{among}")
+    print(summary_table(kept, args.reference, tail))
 
 
 def plural(n: int, word: str) -> str:

@@ -38,6 +38,17 @@ def add_serve_arguments(p) -> None:
         help="the reward sessions report: relative: (gain - reference's gain) / scale; gain: the net-worth gain "
         "in dollars; beat: 1 if the gain beats the reference's, else 0 (docs/lm_training.md, The reward)",
     )
+    p.add_argument(
+        "--no-turn-rewards",
+        action="store_true",
+        help="leave out each decided day's credit (info's turn_rewards; a play of the reference from every "
+        "morning between two decided days, once a session is over)",
+    )
+
+
+def pool_options(args) -> dict:
+    """The ``SessionPool`` options of the flags: the reward kind, and per-day credit unless turned off."""
+    return {"reward": args.reward} | ({"credit": False} if args.no_turn_rewards else {})
 
 
 def check(args) -> float | None:
@@ -68,7 +79,7 @@ def serve_command(args) -> None:
 
     try:
         asyncio.run(
-            serve(args.tasks, args.host, args.port, args.slots, idle, ready=ready, reward=args.reward)
+            serve(args.tasks, args.host, args.port, args.slots, idle, ready=ready, **pool_options(args))
         )
     except ValueError as e:  # the tasks file or its slices folder
         raise fail(e) from None
@@ -87,7 +98,7 @@ def serve_openenv(args, idle: float | None) -> None:
     from rbjax.lm.faces.openenv_env import make_app
 
     try:
-        app = make_app(args.tasks, slots=args.slots, idle_timeout=idle, reward=args.reward)
+        app = make_app(args.tasks, slots=args.slots, idle_timeout=idle, **pool_options(args))
     except ValueError as e:
         raise fail(e) from None
     config = uvicorn.Config(app, host=args.host, port=args.port, log_level="warning")

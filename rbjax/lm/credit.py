@@ -13,7 +13,8 @@ played) or a bankrupt session (V is then the net worth it went bankrupt with).
 Only the mornings in between are played: a D-day task costs D - 1 plays of at most D - 1 + tail days, one
 engine step a day for every morning of every session settled together (``values``).
 
->>> credits = turn_rewards(start + reference_gain, values(env, params, mornings, end, "oracle"), final, scale)
+>>> between = values(env, params, mornings, [end] * len(mornings), ["oracle"] * len(mornings))
+>>> credits = turn_rewards(start + reference_gain, between, final, scale)      # [len(mornings) + 1]
 """
 
 from __future__ import annotations
@@ -39,21 +40,30 @@ class Morning:
     past: ToolHistory
 
 
-def morning_of(engine, slot: int, key: jax.Array, tools) -> Morning:
+def morning_of(engine, slot: int, key: jax.Array, tools, row: dict | None = None) -> Morning:
     """Slot ``slot`` of ``engine`` as it is now (after a step, before the next ``begin_day``), with its episode
-    key ``key`` and its tools ``tools``."""
+    key ``key`` and its tools ``tools``. row: the slot's ``engine.row()`` read on the engine's thread (None:
+    read here, for callers on that thread)."""
     from rbjax.agents.runs.history import of_stores
 
     today = engine.today(slot)
-    return Morning(today.day, engine.row(slot)["state"], key, of_stores(today.day, "", [tools]))
+    state = (engine.row(slot) if row is None else row)["state"]
+    return Morning(today.day, state, key, of_stores(today.day, "", [tools]))
 
 
 def values(
-    env, params, mornings: Sequence[Morning], ends: Sequence[int], references: Sequence[str]
+    env,
+    params,
+    mornings: Sequence[Morning],
+    ends: Sequence[int],
+    references: Sequence[str],
+    max_lines: int = 256,
+    **tool_options,
 ) -> np.ndarray:
     """[n] V of each morning: its store's net worth (float64 of the engine's float32) on the morning
     ``ends[i]`` after policy ``references[i]`` runs it from ``mornings[i]`` through the tools
-    (``history.warm_up``), one engine step a day for all the mornings that share a reference."""
+    (``history.warm_up``), one engine step a day for all the mornings that share a reference. max_lines,
+    tool_options: the session pool's engine and tools' (``AgentEngine``, ``StoreTools``)."""
     from rbjax import policies
     from rbjax.agents.engine.batch import AgentEngine
     from rbjax.agents.runs.history import warm_up
@@ -64,11 +74,11 @@ def values(
         idx = [i for i, r in enumerate(references) if r == reference]
         keys = jax.numpy.stack([mornings[i].key for i in idx])
         states = jax.tree.map(lambda *xs: np.stack(xs), *[mornings[i].state for i in idx])
-        engine = AgentEngine(env, params, keys)
+        engine = AgentEngine(env, params, keys, max_lines)
         engine.load(range(len(idx)), states, keys)
         stores = []
         for slot, i in enumerate(idx):
-            tools = store_tools(engine, slot)
+            tools = store_tools(engine, slot, **tool_options)
             mornings[i].past.give(0, tools)
             stores.append(tools)
         warm_up(engine, stores, *policies.make(reference, env), [ends[i] for i in idx])

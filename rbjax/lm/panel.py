@@ -24,6 +24,7 @@ reward less the smallest. ``rbjax lm tasks --min-headroom X`` keeps the tasks wh
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 
 import jax
@@ -34,12 +35,13 @@ from rbjax.state import Action
 
 MEMBERS = ("reference", "null", "keep_prices", "no_orders", "random", "noisy_orders", "noisy_prices")
 ORDER_SIGMA, PRICE_SIGMA = 0.5, 0.1  # the noisy members' log-normal spreads
-DAYS_PER_CALL = 7  # days per jitted call: one program for every task length
+DAYS_PER_CALL = 7  # days per jitted call where it divides a task's days + tail (one program for all of them)
 
 
 def full(action: Action, prices: jax.Array) -> Action:
     """``action`` with its optional fields written out (set_price, order_rank), so that two policies' actions
-    share one pytree structure; the same decisions (``Action``'s docstring). prices: [J] this morning's."""
+    share one pytree structure; the same decisions (``Action``'s docstring). prices: [J] this morning's. Order
+    lines (``Action.lines``, the tools' orders) are not carried: the panel's policies order by ``order``."""
     J = prices.shape[-1]
     set_price = action.price != prices if action.set_price is None else action.set_price
     rank = jnp.arange(J, dtype=jnp.float32) if action.order_rank is None else action.order_rank
@@ -52,14 +54,17 @@ def full(action: Action, prices: jax.Array) -> Action:
     )
 
 
-def member_actions(ref: Action, rand: Action, obs, key: jax.Array) -> Action:
+def member_actions(
+    ref: Action, rand: Action, obs, key: jax.Array, order_sigma=ORDER_SIGMA, price_sigma=PRICE_SIGMA
+) -> Action:
     """Every member's action this morning, stacked: leaves [len(MEMBERS), ...] in ``MEMBERS`` order. ref,
-    rand: the reference's and the random policy's ``full`` actions; key: the noise's."""
+    rand: the reference's and the random policy's ``full`` actions; key: the noise's; order_sigma,
+    price_sigma: [] the noisy members' log-normal spreads."""
     k_o, k_p = jax.random.split(key)
     kept = dict(price=obs.prices, set_price=jnp.zeros_like(ref.set_price))
     no_order = jnp.zeros_like(ref.order)
-    noisy_order = jnp.ceil(ref.order * jnp.exp(ORDER_SIGMA * jax.random.normal(k_o, ref.order.shape)))
-    noisy_price = ref.price * jnp.exp(PRICE_SIGMA * jax.random.normal(k_p, ref.price.shape))
+    noisy_order = jnp.ceil(ref.order * jnp.exp(order_sigma * jax.random.normal(k_o, ref.order.shape)))
+    noisy_price = ref.price * jnp.exp(price_sigma * jax.random.normal(k_p, ref.price.shape))
     members = (
         ref,
         ref.replace(shelf=obs.shelf, order=no_order, **kept),
@@ -72,42 +77,63 @@ def member_actions(ref: Action, rand: Action, obs, key: jax.Array) -> Action:
     return jax.tree.map(lambda *xs: jnp.stack(xs), *members)
 
 
+@functools.cache  # one function per reference: the rollout's compiled programs are cached per policy
 def panel_policy(reference):
     """A policy that plays panel member ``member`` on the mornings before ``switch_day`` and ``reference`` from
-    then on. params: ((reference's params, the random policy's params), (member [] int32, switch_day [] int32))."""
+    then on. params: ((reference's params, the random policy's params), (member [] int32, switch_day [] int32,
+    order_sigma [], price_sigma [] float32))."""
     from rbjax import policies
 
     random_fn = policies.POLICIES["random"].fn
 
     def play(params, obs, privileged, key):
-        (ref_params, random_params), (member, switch_day) = params
+        (ref_params, random_params), (member, switch_day, order_sigma, price_sigma) = params
         ref = full(reference(ref_params, obs, privileged, key), obs.prices)
         rand = full(random_fn(random_params, obs, privileged, jax.random.fold_in(key, 1)), obs.prices)
-        mine = jax.tree.map(lambda x: x[member], member_actions(ref, rand, obs, jax.random.fold_in(key, 2)))
+        noise = jax.random.fold_in(key, 2)
+        every = member_actions(ref, rand, obs, noise, order_sigma, price_sigma)
+        mine = jax.tree.map(lambda x: x[member], every)
         return jax.tree.map(lambda m, r: jnp.where(obs.day < switch_day, m, r), mine, ref)
 
     return play
 
 
-def panel_rewards(
-    start, rows: Sequence[int], days: int, tail: int, reference: str, gains, scales
+def member_gains(
+    env,
+    snap,
+    rows: Sequence[int],
+    members: Sequence[int],
+    days: int,
+    tail: int,
+    reference: str,
+    order_sigmas=None,
+    price_sigmas=None,
 ) -> np.ndarray:
-    """[n, len(MEMBERS)] each member's reward on the tasks of ``start``'s snapshot stores ``rows`` ([n]) of
-    ``days`` decided days and ``tail`` days of ``reference``'s continuation. gains, scales: [n] the tasks'
-    reference gains and scales."""
+    """[len(members), n] each member's net-worth gain over ``days`` decided days and ``tail`` days of
+    ``reference`` from the snapshot ``snap``'s stores ``rows`` ([n]), every member on each store's own
+    random numbers (one ``rollout_from``). members: indices into ``MEMBERS``; order_sigmas, price_sigmas:
+    [len(members)] the noisy members' spreads (default ``ORDER_SIGMA``, ``PRICE_SIGMA``)."""
     from rbjax import policies
+    from rbjax.agents.engine.batch import batch_bucket
     from rbjax.runners import continuation
 
-    snap, env = start.snapshot, start.env
-    rows, M = np.asarray(rows, np.int64), len(MEMBERS)
-    n = len(rows)
+    given, M = len(rows), len(members)
+    rows = np.asarray(rows, np.int64)
+    rows = np.concatenate([rows, np.repeat(rows[-1:], batch_bucket(given) - given)])  # a few batch sizes, so
+    n = len(rows)  # a few compilations; the extra stores copy the last one and are dropped
+    spreads = lambda per_member, default: np.repeat(  # noqa: E731
+        np.full(M, default, np.float32) if per_member is None else per_member, n
+    )
     state = jax.tree.map(lambda x: np.concatenate([np.asarray(x)[rows]] * M), snap.state)
     keys = jnp.concatenate([snap.keys[rows]] * M)  # member-major: store b = m * n + s
-    member = np.repeat(np.arange(M, dtype=np.int32), n)
+    per_store = (
+        jnp.asarray(np.repeat(np.asarray(members, np.int32), n)),
+        jnp.full(M * n, snap.day + days, jnp.int32),
+        jnp.asarray(spreads(order_sigmas, ORDER_SIGMA), jnp.float32),
+        jnp.asarray(spreads(price_sigmas, PRICE_SIGMA), jnp.float32),
+    )
     shared = (policies.make(reference, env)[1], policies.make("random", env)[1])
-    per_store = (jnp.asarray(member), jnp.full(M * n, snap.day + days, jnp.int32))
     total = days + tail
-    per_call = DAYS_PER_CALL if total % DAYS_PER_CALL == 0 else total
     records, _ = continuation.rollout_from(
         env,
         panel_policy(policies.make(reference, env)[0]),
@@ -118,11 +144,20 @@ def panel_rewards(
         snap.day,
         total,
         policy_axes=(None, 0),
-        days_per_call=per_call,
+        days_per_call=DAYS_PER_CALL if total % DAYS_PER_CALL == 0 else total,
     )
     start_nw = np.asarray(snap.state.net_worth, np.float64)[rows]
-    gain = np.asarray(records.net_worth, np.float64)[:, -1].reshape(M, n) - start_nw
-    return ((gain - np.asarray(gains, np.float64)) / np.asarray(scales, np.float64)).T
+    return (np.asarray(records.net_worth, np.float64)[:, -1].reshape(M, n) - start_nw)[:, :given]
+
+
+def panel_rewards(
+    start, rows: Sequence[int], days: int, tail: int, reference: str, gains, scales
+) -> np.ndarray:
+    """[n, len(MEMBERS)] each member's reward on the tasks of ``start``'s snapshot stores ``rows`` ([n]) of
+    ``days`` decided days and ``tail`` days of ``reference``'s continuation. gains, scales: [n] the tasks'
+    reference gains and scales."""
+    played = member_gains(start.env, start.snapshot, rows, range(len(MEMBERS)), days, tail, reference)
+    return ((played - np.asarray(gains, np.float64)) / np.asarray(scales, np.float64)).T
 
 
 def summarize(rewards: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

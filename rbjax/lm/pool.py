@@ -142,6 +142,7 @@ class SessionPool:
         if session is None:
             return
         session.closed = True
+        session.mornings = []  # a closed session is never credited: its kept states go now
         self.scheduler.leave(session.slot)
         self.free.append(session.slot)
         self.closed += 1
@@ -189,20 +190,34 @@ class SessionPool:
     def settle(self, sessions: list[Session]) -> None:
         """Credit the days of ``sessions`` whose episode is over and not yet credited (``Session.turn_rewards``,
         ``rbjax.lm.credit``): the reference played from every morning between two of their decided days, one
-        engine step a day for all of them. Nothing when the pool credits no day."""
+        engine step a day for all of them (the sessions given together: ``end_days`` gives those whose episodes
+        ended in one step; ``Session.asettle`` one). Nothing when the pool credits no day. A failure leaves
+        ``turn_rewards`` None and says why in ``credit_error``: the episode itself is over and scored."""
         from rbjax.lm.credit import turn_rewards, values
 
-        todo = [s for s in sessions if self.credit and s.done and s.turn_rewards is None]
+        todo = [s for s in sessions if s.awaiting_credit]
         mornings = [m for s in todo for m in s.mornings]
         ends = [s.end for s in todo for _ in s.mornings]
         refs = [s.task.reference for s in todo for _ in s.mornings]
-        v = values(self.env, self.params, mornings, ends, refs) if mornings else np.zeros(0)
+        try:
+            v = values(
+                self.env, self.params, mornings, ends, refs, self.engine.max_lines, **self.tool_options
+            )
+        except Exception as e:  # the credit never breaks an episode that is over: said in its info
+            for s in todo:
+                s.credit_error, s.mornings = f"{type(e).__name__}: {e}"[:300], []
+            return
         at = 0
         for s in todo:
             between, at = v[at : at + len(s.mornings)], at + len(s.mornings)
             t = s.task
             s.turn_rewards = turn_rewards(s.start_net_worth + t.reference_gain, between, s.net_worth, t.scale)
             s.mornings = []  # their states and ledgers are no longer needed
+
+    def credits(self, task: Task) -> bool:
+        """Whether the days of a session on ``task`` are credited: the pool credits days and the task has a
+        reference policy (a full episode's task, reference ``none``, has none to value a morning with)."""
+        return self.credit and task.reference in policies.NAMES
 
     def reference_driver(self, name: str) -> PolicyDriver:
         """The ``PolicyDriver`` of reference policy ``name`` over the pool's engine (made once; every slot's

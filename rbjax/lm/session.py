@@ -17,6 +17,7 @@ closed or finished session raises ``SessionError``.
 
 from __future__ import annotations
 
+import asyncio
 import time
 
 from rbjax.agents.runs.history import play_policy_day
@@ -44,6 +45,7 @@ class Session:
         self.key = key
         self.mornings: list = []
         self.turn_rewards: list[float] | None = None
+        self.credit_error: str | None = None  # why the days could not be credited, if they could not
         today = pool.engine.today(slot)
         self.start_net_worth = self.net_worth = self.decided_net_worth = float(today.net_worth)
         self.day, self.stop = today.day, task.day + task.days
@@ -102,7 +104,7 @@ class Session:
         self.check_open()
         self.last_call = time.monotonic()
         self.decided_days += 1
-        text = self.after_step(await self.pool.scheduler.end_day(self.slot, self.tools.day_action()))
+        text = await self.astep()
         await self.aplay_tail()
         await self.asettle()
         return self.closing(text)
@@ -119,7 +121,7 @@ class Session:
         """``finish`` for asyncio drivers."""
         while not self.done:
             self.check_open()
-            self.after_step(await self.pool.scheduler.end_day(self.slot, self.tools.day_action()))
+            await self.astep()
             await self.aplay_tail()
         await self.asettle()
         return self.info()
@@ -136,10 +138,28 @@ class Session:
         """The model's part is over and the continuation is still to be played."""
         return not self.deciding and not self.done
 
-    def after_step(self, stepped: tuple) -> str:
+    async def astep(self) -> str:
+        """Today in the pool's next batched step (asyncio), recorded by ``after_step``. A morning kept for the
+        days' credit is read from the engine on the engine's thread: another session's step may be under way
+        there, and a step gives its input buffers away (donation)."""
+        stepped = await self.pool.scheduler.end_day(self.slot, self.tools.day_action())
+        row = None
+        if self.keeps_next_morning():
+            row = await asyncio.wrap_future(self.pool.scheduler.submit(self.pool.engine.row, self.slot))
+        return self.after_step(stepped, row)
+
+    def keeps_next_morning(self) -> bool:
+        """After a step: whether the morning now begun is one between two decided days that the credit keeps
+        (the pool credits this task, and the store is open before the model's part ends)."""
+        after = self.pool.engine.today(self.slot)
+        return self.deciding and not after.done and after.day < self.stop and self.pool.credits(self.task)
+
+    def after_step(self, stepped: tuple, row: dict | None = None) -> str:
         """Record the stepped day (``AgentEngine.step``'s (DayInfo, DayDetail) rows of this store) and begin the
         next decided day unless the model's part is over; returns end_today's text (and the next morning's
-        views)."""
+        views). row: this store's ``AgentEngine.row()`` after the step, when the caller read it on the engine's
+        thread (None: read here)."""
+        keep = self.keeps_next_morning()
         text = end_day(self.tools, self.pool.engine, self.day, stepped, self.records).text
         after = self.pool.engine.today(self.slot)
         (self.daily if self.deciding else self.tail_daily).append(float(after.net_worth) - self.net_worth)
@@ -153,10 +173,10 @@ class Session:
         self.deciding = self.deciding and not self.done and after.day < self.stop
         if not self.deciding:
             return text
-        if self.pool.credit:  # the morning between two decided days, before the next one begins
+        if keep:  # the morning between two decided days, before the next one begins
             from rbjax.lm.credit import morning_of
 
-            self.mornings.append(morning_of(self.pool.engine, self.slot, self.key, self.tools))
+            self.mornings.append(morning_of(self.pool.engine, self.slot, self.key, self.tools, row))
         self.morning = self._begin()
         return text + "\n\n" + self.morning
 
@@ -171,12 +191,18 @@ class Session:
         play_policy_day(self.tools, self.pool.engine, action)
         return self.tools.day_action()
 
-    async def asettle(self) -> None:
-        """Credit the days once the episode is over (asyncio): ``SessionPool.settle`` on the engine's thread."""
-        if self.done and self.turn_rewards is None and self.pool.credit and not self.closed:
-            import asyncio
+    @property
+    def awaiting_credit(self) -> bool:
+        """The episode is over and the session open, its days not yet credited (nor failed to be), and the
+        pool credits this task's days."""
+        done = self.done and not self.closed and self.turn_rewards is None and self.credit_error is None
+        return done and self.pool.credits(self.task)
 
-            await asyncio.wrap_future(self.pool.scheduler.submit(self.pool.settle, [self]))
+    async def asettle(self) -> None:
+        """Credit the days once the episode is over (asyncio): ``SessionPool.settle`` in a worker thread. Its
+        plays run on an engine of their own, so the pool's steps for other sessions go on meanwhile."""
+        if self.awaiting_credit:
+            await asyncio.to_thread(self.pool.settle, [self])
 
     async def aplay_tail(self) -> None:
         """Play the continuation (asyncio): each day the store parks for the next batched step at once, and
@@ -202,7 +228,8 @@ class Session:
         """The episode so far, JSON-able: task, day, net worth, gain (continuation included), the decided
         days' gain and daily changes, the continuation's days and gain, done, reason, reward, and
         turn_rewards: [days_played] each decided day's credit (``rbjax.lm.credit``, summing to the relative
-        reward), None until the episode is over or when the pool credits no day."""
+        reward), None until the episode is over, when the pool credits no day, or for a task without a
+        reference policy (a full episode's)."""
         return {
             "session": self.id,
             "task": self.task.id,
@@ -225,5 +252,6 @@ class Session:
             "reason": self.reason,
             "reward": self.reward,
             "turn_rewards": None if self.turn_rewards is None else list(self.turn_rewards),
+            **({"credit_error": self.credit_error} if self.credit_error else {}),
             "calls": self.calls,
         }

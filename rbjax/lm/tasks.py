@@ -98,8 +98,9 @@ OPTIONAL = {"panel": dict, "headroom": float, "spread": float}  # None (or absen
 
 
 def check_row(row, where: str) -> dict:
-    """``row`` with every ``FIELDS`` entry of the right type (ints as ints, numbers as floats); extra keys (a
-    dataset's own columns) are dropped. ValueError (one line) for a missing or mistyped field."""
+    """``row`` with every ``FIELDS`` entry of the right type (ints as ints, numbers as floats) and the
+    ``OPTIONAL`` ones (the panel's: None when absent); extra keys (a dataset's own columns) are dropped.
+    ValueError (one line) for a missing or mistyped field."""
     if not isinstance(row, dict):
         raise ValueError(f"{where}: a task must be a JSON object, got {type(row).__name__}")
     out = {}
@@ -125,8 +126,10 @@ def check_row(row, where: str) -> dict:
             want = "an object" if kind is dict else "a finite number"
             raise ValueError(f"{where}: field {name!r} must be {want} or null, got {v!r}"[:300])
         if kind is dict and v is not None:
-            if not all(isinstance(x, int | float) and not isinstance(x, bool) for x in v.values()):
-                raise ValueError(f"{where}: field {name!r} must map names to numbers"[:300])
+            if not all(
+                isinstance(x, int | float) and not isinstance(x, bool) and np.isfinite(x) for x in v.values()
+            ):
+                raise ValueError(f"{where}: field {name!r} must map names to finite numbers"[:300])
             v = {str(k): float(x) for k, x in v.items()}
         out[name] = v
     for name in ("day", "store", "tail"):
@@ -201,15 +204,14 @@ def make_tasks(
     progress: int = 0,
     note=None,
     panel: bool = True,
-    min_headroom: float | None = None,
 ) -> list[Task]:
     """The tasks of a slices folder: for each snapshot day in ``at`` (default: every one) and each of its
     first ``stores`` open stores (default: all), the slice of ``days`` decided days and ``tail`` days of
     ``reference``'s continuation, with ``reference``'s gain over all ``days + tail`` days (``reference_gains``,
     the stores' own keys). The stores' tool history is made once per day and kept in the folder
     (``agents.runs.history``), so opening a task never plays a day again. panel: play ``panel.MEMBERS`` on
-    every task (its ``panel``, ``headroom`` and ``spread``); min_headroom: keep only the tasks whose headroom
-    is at least this (needs the panel). note: called with a line per snapshot day. ValueError (one line) for
+    every task (its ``panel``, ``headroom`` and ``spread``; ``with_headroom`` keeps the tasks worth training
+    on). note: called with a line per snapshot day. ValueError (one line) for
     a folder, day, size or tail that does not fit (a continuation past the run's horizon is refused, never
     shortened)."""
     from rbjax.agents.runs.day_start import open_day_start
@@ -224,12 +226,6 @@ def make_tasks(
         raise ArgumentError(f"{{from_states}} {folder}: the folder holds no snapshot", "from_states")
     if not is_whole(tail) or tail < 0:
         raise ArgumentError(f"{{tail}} must be an int >= 0, got {tail!r}", "tail")
-    if min_headroom is not None and not panel:
-        raise ArgumentError(
-            "{min_headroom} needs the panel: leave {no_panel} out", "min_headroom", "no_panel"
-        )
-    if min_headroom is not None and not np.isfinite(min_headroom):
-        raise ArgumentError(f"{{min_headroom}} must be a finite number, got {min_headroom!r}", "min_headroom")
     for day in days_in:
         open_slices_folder(folder, day)  # checks the day exists, one-line errors
         check_tail(day, days, int(tail), int(manifest.get("days", 180)))
@@ -238,16 +234,29 @@ def make_tasks(
         start = open_day_start(folder, day, stores=stores, days=days, progress=progress, note=note)
         check_tail(day, days, int(tail), start.horizon)
         rows = start.open_stores(stores)
+        if not rows:  # every store of that day closed before it (a run that went bankrupt)
+            if note is not None:
+                note(f"day {day} of {folder}: no store is open on its morning, no task")
+            continue
         gains = reference_gains(start, days + tail, reference, rows)
         scales = [scale(g, float(start.params.rent), days + tail) for g in gains]
-        played = (
+        rewards = (
             panel_rewards(start, rows, days, tail, reference, gains, scales) if panel else [None] * len(rows)
         )
-        for s, gain, member_rewards in zip(rows, gains, played, strict=True):
+        for s, gain, member_rewards in zip(rows, gains, rewards, strict=True):
             tasks.append(task_of(start, s, days, reference, float(gain), int(tail), member_rewards))
-    if min_headroom is not None:
-        tasks = [t for t in tasks if t.headroom >= min_headroom]
     return tasks
+
+
+def with_headroom(tasks: Sequence[Task], minimum: float) -> list[Task]:
+    """The tasks whose headroom (what the reference gains over doing nothing, relative: ``panel``) is at least
+    ``minimum``; ValueError for a task made without the panel or a minimum that is not a finite number."""
+    if not np.isfinite(minimum):
+        raise ArgumentError(f"{{min_headroom}} must be a finite number, got {minimum!r}", "min_headroom")
+    bare = [t.id for t in tasks if t.headroom is None]
+    if bare:
+        raise ValueError(f"task {bare[0]} has no headroom: it was made without the panel")
+    return [t for t in tasks if t.headroom >= minimum]
 
 
 def check_tail(day: int, days: int, tail: int, horizon: int) -> None:

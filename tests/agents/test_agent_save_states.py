@@ -114,6 +114,17 @@ def test_the_command_line_saves_a_policy_agents_run_and_tasks_start_from_it(tmp_
     assert len(rows) == STORES and all(r["source_policy"] == "base_stock" for r in rows)
 
 
+def test_a_folder_with_another_runs_snapshots_is_refused_before_any_work(tmp_path):
+    states = tmp_path / "states"
+    states.mkdir()
+    (states / "slices.json").write_text("{}")
+    line = f"--devices 1 agents run --model policy:null --stores 1 --days {DAYS} --out {tmp_path / 'o'}"
+    with pytest.raises(SystemExit) as e:
+        main([*line.split(), "--save-states", str(states), "--every", "4"])
+    assert "holds the snapshots of another run (slices.json)" in str(e.value.code)
+    assert not list((tmp_path / "o").glob("*"))  # refused before any run was written to --out
+
+
 @pytest.mark.parametrize(
     "flags, message",
     [

@@ -31,5 +31,6 @@ def tasks_file(slices_dir, tmp_path_factory):
     from rbjax.lm.tasks import make_tasks, write_tasks
 
     path = tmp_path_factory.mktemp("tasks") / "tasks.jsonl"
-    write_tasks(make_tasks(str(slices_dir), days=TASK_DAYS, at=[EVERY], tail=TAIL), str(path))
+    # no headroom panel here (tests/lm/test_panel.py checks it): one program less to compile per test process
+    write_tasks(make_tasks(str(slices_dir), days=TASK_DAYS, at=[EVERY], tail=TAIL, panel=False), str(path))
     return path

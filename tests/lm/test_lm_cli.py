@@ -50,8 +50,9 @@ def test_lm_tasks_keeps_the_tasks_with_headroom_and_mixes_horizons(slices_dir, t
     main([*base, "--days", "3", "--min-headroom", str((room[0] + room[-1]) / 2)])
     kept = [json.loads(line) for line in out.read_text().splitlines()]
     assert [r["headroom"] for r in kept] == [room[-1]]
-    assert "wrote 1 task to" in capsys.readouterr().out
-    with pytest.raises(SystemExit, match="no task has that much headroom"):
+    said = capsys.readouterr().out
+    assert f"wrote 1 task to {out}" in said and "(of 2: those with headroom >=" in said
+    with pytest.raises(SystemExit, match="none of the 2 tasks has that much headroom"):
         main([*base, "--days", "3", "--min-headroom", "1e9"])
 
 

@@ -12,14 +12,15 @@ from rbjax.agents.runs.day_start import open_day_start
 from rbjax.agents.runs.policy import PolicyDriver, policy_calls
 from rbjax.lm import panel
 from rbjax.lm.pool import SessionPool
-from rbjax.lm.tasks import Task, read_tasks
+from rbjax.lm.tasks import Task, make_tasks
 
 pytestmark = pytest.mark.slow  # a slices run, its tool history, the panel's program and sessions
 
 
 @pytest.fixture(scope="module")
-def tasks(tasks_file):
-    return read_tasks(str(tasks_file))
+def tasks(slices_dir):
+    """The tasks of the shared slices (conftest's), with their panel."""
+    return make_tasks(str(slices_dir), days=TASK_DAYS, at=[EVERY], tail=TAIL)
 
 
 @pytest.fixture(scope="module")

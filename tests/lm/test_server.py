@@ -74,6 +74,10 @@ def test_sessions_on_two_tasks_repeat_exactly(server, client, tasks_file):
     (ra1, ta1), (ra2, ta2), (rb, _) = results["a1"], results["a2"], results["b"]
     assert ra1["done"] and ra1["reward"] is not None and rb["reward"] is not None
     assert ra1["reward"] == ra2["reward"] and ra1["info"]["daily"] == ra2["info"]["daily"] and ta1 == ta2
+    for r in (ra1, rb):  # each decided day's credit, summing to the (relative) reward
+        credits = r["info"]["turn_rewards"]
+        assert len(credits) == len(r["info"]["daily"])
+        assert sum(credits) == pytest.approx(r["reward"], rel=1e-9, abs=1e-12)
     assert rb["info"]["task"] == ids[1] and rb["info"]["daily"] != ra1["info"]["daily"]
     assert client.info(a1) == ra1["info"]
     # a task row is as good as its id; finish plays the remaining days with no new decisions
@@ -282,6 +286,8 @@ def test_serve_command_passes_its_flags_to_the_server(tmp_path, monkeypatch, cap
     for flags, reward in (([], "relative"), (["--reward", "gain"], "gain"), (["--reward", "beat"], "beat")):
         main([*line, *flags])
         assert seen.pop() == (str(tasks), 0, 4, 600.0, {"reward": reward})
+    main([*line, "--no-turn-rewards"])
+    assert seen.pop() == (str(tasks), 0, 4, 600.0, {"reward": "relative", "credit": False})
     capsys.readouterr()
     with pytest.raises(SystemExit):
         main([*line, "--reward", "nope"])

@@ -126,6 +126,29 @@ def test_async_sessions_are_credited_too(pool, tasks):
         assert sum(info["turn_rewards"]) == pytest.approx(relative(info, task), rel=1e-9, abs=1e-12)
 
 
+def test_async_credits_are_the_sync_credits_of_the_same_calls(pool, tasks):
+    """The asyncio path reads its mornings on the engine's thread and settles in a worker thread: the same
+    calls give the same credits as the synchronous path, bit for bit."""
+    sync = pool.open(tasks[0])
+    bold_day(sync)
+    sync.end_today()
+    expected = sync.finish()["turn_rewards"]
+    pool.close(sync)
+
+    async def play(session):
+        sku = session.tools.names.skus[0]
+        await session.acall("modify_sku_price", {"sku_id": sku, "new_price": 29.99})
+        await session.acall(
+            "place_order", {"items": [{"sku_id": sku, "quantity": 400}], "supplier_id": "supplier_1"}
+        )
+        await session.acall("end_today")
+        return await session.afinish()
+
+    s = pool.open(tasks[0])
+    assert asyncio.run(play(s))["turn_rewards"] == expected and len(expected) == TASK_DAYS
+    pool.close(s)
+
+
 def test_a_pool_without_credit_keeps_no_morning(tasks):
     pool = SessionPool.for_task(tasks[0], slots=1, credit=False)
     s = pool.open(tasks[0])

@@ -145,6 +145,8 @@ def test_vf_eval_scores_the_sessions(server, tasks_file, tmp_path):
         reward = t["rewards"]["server_reward"]["score"]
         assert math.isfinite(reward)
         assert t["metrics"]["days_played"] == TASK_DAYS
+        credits = t["info"]["turn_rewards"]  # each decided day's credit, summing to the (relative) reward
+        assert len(credits) == TASK_DAYS and sum(credits) == pytest.approx(reward, rel=1e-9, abs=1e-12)
         calls = [
             (c["name"], c["arguments"])
             for n in t["nodes"]

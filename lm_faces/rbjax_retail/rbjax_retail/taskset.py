@@ -12,7 +12,7 @@ for a few days. A rollout's life on the server:
   the last day the server answers ``done`` and ``episode_over`` stops the rollout.
 * ``finalize``: ``POST /sessions/{id}/finish`` plays any days the model left to the task's horizon with
   no new decisions (so every rollout of a task is scored over the same days), its info gives the reward
-  and each decided day's credit (``state.turn_rewards``, summing to the relative reward), then
+  and each decided day's credit (``trace.info["turn_rewards"]``, summing to the relative reward), then
   ``DELETE /sessions/{id}`` frees the store.
 
 The reward is the server's (``rbjax lm serve --reward relative|gain|beat``), computed with the server's own
@@ -77,8 +77,9 @@ class RetailTask(vf.Task[RetailData, RetailState, RetailTaskConfig]):
                 if info.get("gain") is not None:
                     state.gain = float(info["gain"])
                 state.days_played = int(info.get("days_played") or len(info.get("daily") or []))
-                if info.get("turn_rewards") is not None:
+                if info.get("turn_rewards") is not None:  # per-turn credit, where trainers read it
                     state.turn_rewards = [float(x) for x in info["turn_rewards"]]
+                    trace.info["turn_rewards"] = state.turn_rewards
                 state.done = bool(info.get("done", state.done))
             finally:
                 try:

@@ -262,8 +262,9 @@ async def _run_store(
                     store, engine, today.day, stepped, records, "runner" if forced else "model", forced
                 )
                 await agent.after_day(store, today, result)
-                if on_day is not None:  # e.g. a snapshot of the stores that reached a saved morning
-                    on_day(store, engine)
+                if on_day is not None:  # e.g. a snapshot of the stores that reached a saved morning; on the
+                    # engine's thread, between steps: it may read the device state a step gives away
+                    await asyncio.wrap_future(scheduler.submit(on_day, store, engine))
             except StorePaused as e:  # the day is not recorded: a resumed run plays it again
                 del records[played:]
                 paused[s] = (morning.day + 1, str(e))
@@ -293,7 +294,8 @@ async def run_async(
     runner ends the day). progress: a ``Progress``, or a line every N days (0: none). records: the days
     already played (a resumed run), extended in place. paused: filled with {store: (1-based day, why)}.
     stop: a store also stops on the morning of this day (days since opening; None: at its episode's end).
-    on_day: called with (store's tools, engine) after each of a store's days ends (``StateSaver.reached``).
+    on_day: called with (store's tools, engine) after each of a store's days ends (``StateSaver.reached``), on
+    the engine's thread between two steps.
     """
     scheduler = DayScheduler(engine)
     counter = progress if isinstance(progress, Progress) else Progress(len(stores), progress)

@@ -9,8 +9,10 @@ news, ``history``), since a language model's days cannot be played again to rema
 ended before D is saved as it ended (as ``rollout`` keeps it). ``finish`` writes ``slices.json``: the run's
 policy for ``--model policy:NAME``, else ``agent`` and the model's name.
 
-Tasks (``rbjax lm tasks --from-states DIR``), paired runs and agents start from it as from any slices folder; a
-run continued from a snapshot (``agents run --from-states DIR --at D``) plays the uninterrupted run's days.
+Tasks (``rbjax lm tasks --from-states DIR``), paired runs and agents start from it as from any slices folder. A
+run continued from a snapshot (``agents run --from-states DIR --at D``) plays the uninterrupted run's days when
+its agent decides from the store alone (a policy, a scripted model); a language model's conversation is not
+saved, so its continuation is a new agent on the same stores.
 """
 
 from __future__ import annotations
@@ -30,12 +32,13 @@ class StateSaver:
     """Snapshots of an agent run's S stores on the mornings every, 2 every, ... before ``days``.
 
     keys: [S] the stores' episode keys; manifest: ``write_manifest``'s fields but ``files`` (policy, seed,
-    stores, days, every, grouping, ...). pending: {day: {store: (state row, ToolHistory of one store)}}."""
+    stores, days, every, grouping, ...). due: the snapshot days; pending: {day: {store: (state row, ToolHistory
+    of one store)}} for the days not written yet; files: {day: file name} of those written."""
 
     def __init__(self, folder: str, env, params, keys: jax.Array, every: int, days: int, **manifest):
         self.folder, self.env, self.params, self.keys = folder, env, params, keys
-        self.days_saved = list(range(every, days, every))
-        self.pending: dict[int, dict] = {d: {} for d in self.days_saved}
+        self.due = list(range(every, days, every))
+        self.pending: dict[int, dict] = {d: {} for d in self.due}
         self.files: dict[int, str] = {}
         self.manifest = dict(manifest, every=every, days=days)
         self.stores = int(keys.shape[0])
@@ -44,12 +47,12 @@ class StateSaver:
         """Store ``store`` (its ``StoreTools``) after a day ended: kept for the snapshot of this morning, or of
         every later snapshot day when its episode is over; each day's file written once every store is in."""
         s, today = store.store, engine.today(store.store)
-        for day in self.days_saved:
+        for day in self.due:
             if day in self.files or s in self.pending[day]:
                 continue
             if today.day == day or (today.done and today.day < day):
                 self.pending[day][s] = (engine.row(s)["state"], history.of_stores(day, "", [store]))
-        for day in [d for d in self.days_saved if d not in self.files]:
+        for day in [d for d in self.due if d not in self.files]:
             if len(self.pending[day]) == self.stores:
                 self.write(day)
 

@@ -33,8 +33,8 @@ the store (``agents run`` shows the schemas without enforcing them). A failed mo
 refused request) is the sample's error, never a score.
 
 Each sample's metadata (and its score's) holds the session's ``info()`` (task id, days played and decided,
-gain, reward, daily net-worth changes) and the turns: days ended by the model and by the runner, turns,
-tool calls.
+gain, reward, daily net-worth changes, each decided day's credit ``turn_rewards``) and the turns: days ended
+by the model and by the runner, turns, tool calls.
 
 Only this module and ``inspect_registry`` import Inspect (``pip install 'rbjax[inspect]'``).
 """

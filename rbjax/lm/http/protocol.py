@@ -33,7 +33,6 @@ within the limits below and hands ``JsonApi.handle`` its method, target and body
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import json
 import logging
 import re
@@ -232,7 +231,7 @@ def served_task(spec, tasks: dict, listing: str):
 
     The served ``Task`` object is returned, never one made from the row: a client cannot make the server open
     another folder, or score with another reference gain or scale. ValueError (one line) otherwise."""
-    from rbjax.lm.tasks import Task
+    from rbjax.lm.tasks import FIELDS, Task
 
     if isinstance(spec, str):
         if spec not in tasks:
@@ -247,10 +246,8 @@ def served_task(spec, tasks: dict, listing: str):
     served = tasks.get(row.id)
     if served is None:
         raise ValueError(f"task row {row.id!r} is not a served task ({listing})"[:300])
-    if row != served:
-        differ = [
-            f.name for f in dataclasses.fields(served) if getattr(row, f.name) != getattr(served, f.name)
-        ]
+    differ = [name for name in FIELDS if getattr(row, name) != getattr(served, name)]  # not the panel's
+    if differ:  # (descriptive) fields, which a dataset may leave out
         raise ValueError(
             f"task row {row.id!r} differs from the served task in {', '.join(differ)}: send the served row "
             "unchanged, or its id"[:300]
