@@ -71,7 +71,7 @@ PARAM_SPEC: dict[str, Spec] = {
     "initial_funds": _f((), 0, MONEY_MAX),
     "rent": _f((), 0, MONEY_MAX),
     "capacity": _i((), 1, UNITS_MAX),
-    "shelf_capacity": _i((), 0, DAYS_MAX, note="at most J"),
+    "shelf_capacity": _i((), 0, DAYS_MAX, note="at most the number of products"),
     "max_units_per_order": _i((), 1, ORDER_UNITS_MAX),
     "neg_funds_days": _i((), 1, DAYS_MAX),
     "horizon": _i((), 1, DAYS_MAX, note="the episode inside the data window"),

@@ -33,7 +33,7 @@ class _Parser(argparse.ArgumentParser):
     """argparse with one-line errors (``rbjax: ...``, exit status 2); ``--help`` still shows the usage."""
 
     def error(self, message):
-        self.exit(2, f"rbjax: {message} (see rbjax --help)\n")
+        self.exit(2, f"rbjax: {message} (see {self.prog} --help)\n")  # the subcommand's help
 
 
 def _add_run_commands(sub) -> None:
@@ -106,14 +106,18 @@ def _add_run_commands(sub) -> None:
 
 
 def _add_sweep(sub) -> None:
+    from rbjax.policies import NAMES
+
     doc = "sweep oracle / env parameters over a grid, times N seeds; writes CSV and PNG"
     p = command(sub, "sweep", help=doc, description=doc)
     p.add_argument(
         "--policy",
-        choices=["oracle", "base_stock", "random", "plan"],
+        choices=list(NAMES),
         default="oracle",
-        help="the policy run at every point",
+        help="the policy run at every point (its params fields can be swept too)",
     )
+    p.add_argument("--checkpoint", default=None, help="--policy ppo: the checkpoint folder (rbjax train ppo)")
+    p.add_argument("--greedy", action="store_true", help="--policy ppo: the most likely action")
     add_plan_flags(p)
     swept = p.add_argument_group(
         "swept parameters", "comma-separated values of each; the grid is every combination of them"
@@ -217,7 +221,12 @@ def _check_out(folder: str | None) -> None:
 
 def main(argv=None) -> None:
     ap = parser()
-    args = ap.parse_args(argv)
+    args, extra = ap.parse_known_args(argv)
+    if extra:  # argparse would point to the top-level help: point to the command's own
+        ap.exit(
+            2,
+            f"rbjax: unrecognized arguments: {' '.join(extra)} (see {getattr(args, 'help_of', 'rbjax')} --help)\n",
+        )
     for name in POSITIVE:
         if getattr(args, name, None) is not None:
             need_count(f"--{name.replace('_', '-')}", getattr(args, name), error=ap.error)

@@ -21,7 +21,7 @@ import sys
 import time
 
 from rbjax.checks import need_count
-from rbjax.cli.common import fail, make_env, make_policy, plan_settings, said
+from rbjax.cli.common import fail, make_env, make_policy, plan_settings, plural, said
 from rbjax.cli.run import report, write_survival
 from rbjax.files.record_files import atomic_file, save_records
 
@@ -166,8 +166,9 @@ def finish_saving(saver) -> None:
         return
     files = saver.finish()
     days = ", ".join(map(str, files)) or "none"
-    count = f"{len(files)} snapshot" + ("" if len(files) == 1 else "s")
-    print(f"wrote {count} with the stores' tool history (days {days}) in {saver.folder}")
+    print(
+        f"wrote {plural(len(files), 'snapshot')} with the stores' tool history (days {days}) in {saver.folder}"
+    )
 
 
 FRESH = {"stores": 8, "days": 180, "grouping": "20", "supplier_attempts": 50}  # left None by the parser

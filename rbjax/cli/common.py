@@ -19,6 +19,11 @@ def said(error: BaseException) -> str:
     return error.worded(flag_of) if isinstance(error, Worded) else str(error)
 
 
+def plural(n: int, word: str) -> str:
+    """``n`` and ``word``, with an s unless n is one: "1 store", "2 stores", "1,000 days"."""
+    return f"{n:,} {word}" + ("" if n == 1 else "s")
+
+
 def fail(message: str | BaseException) -> SystemExit:
     """A one-line error and exit status 1 (raise the result); an exception is worded by ``said``."""
     return SystemExit(f"rbjax: {message if isinstance(message, str) else said(message)}")
@@ -58,6 +63,7 @@ def command(sub, name: str, **kwargs) -> argparse.ArgumentParser:
     """A command's parser: defaults shown in ``--help``, the global options accepted after the command too."""
     p = sub.add_parser(name, formatter_class=HelpWithDefaults, **kwargs)
     add_global_options(p)
+    p.set_defaults(help_of=p.prog)  # where a refusal points the user ("rbjax agents run")
     return p
 
 

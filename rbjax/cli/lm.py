@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import sys
 
-from rbjax.cli.common import command, fail, said
+from rbjax.cli.common import command, fail, plural, said
 from rbjax.cli.lm_serve import add_serve_arguments
 from rbjax.lm.tasks import DEFAULT_TAIL
 
@@ -150,13 +150,8 @@ def tasks(args) -> None:
     write_tasks(kept, args.tasks_out)
     took = time.perf_counter() - start
     among = f" (of {len(made)}: those with headroom >= {args.min_headroom})" if kept is not made else ""
-    print(f"wrote {len(kept)} {plural(len(kept), 'task')} to {args.tasks_out} in {took:.0f} s{among}")
+    print(f"wrote {plural(len(kept), 'task')} to {args.tasks_out} in {took:.0f} s{among}")
     print(summary_table(kept, args.reference, tail))
-
-
-def plural(n: int, word: str) -> str:
-    """``word`` for one, ``word + "s"`` otherwise."""
-    return word if n == 1 else word + "s"
 
 
 def summary_table(made, reference: str, tail: int) -> str:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 
-from rbjax.cli.common import fail, plan_settings, said
+from rbjax.cli.common import fail, plan_settings, plural, said
 from rbjax.files.slices_folder import slice_files, snapshot_name, write_manifest
 
 
@@ -83,7 +83,7 @@ def run_saving_states(args, env, params, policy, policy_params, keys, records: s
         data=args.data,
         files=files,
     )
-    print(f"wrote {len(files)} snapshots (days {', '.join(map(str, files))}) in {args.save_states}")
+    print(f"wrote {plural(len(files), 'snapshot')} (days {', '.join(map(str, files))}) in {args.save_states}")
     return jax.tree.map(lambda *x: np.concatenate(x, axis=1), *parts)
 
 

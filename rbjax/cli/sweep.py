@@ -7,7 +7,7 @@ import sys
 
 import numpy as np
 
-from rbjax.cli.common import fail, make_env, make_policy, said
+from rbjax.cli.common import fail, make_env, make_policy, plural, said
 
 OPTIONS = {  # CLI flag -> (sweep parameter, --help)
     "products_per_category": ("products_per_category", "oracle: candidate products per category (default 2)"),
@@ -37,15 +37,22 @@ def parse_values(text: str, flag: str) -> list:
 
 def main(args) -> None:
     from rbjax.results import metrics
-    from rbjax.runners.sweep import grid, sweep
+    from rbjax.runners.sweep import check_value, grid, sweep
 
     env, params = make_env(args)
     policy, policy_params = make_policy(args, env)
-    values = {OPTIONS[k][0]: parse_values(v, k) for k, v in vars(args).items() if k in OPTIONS and v}
-    if not values:
+    given = {k: parse_values(v, k) for k, v in vars(args).items() if k in OPTIONS and v}
+    if not given:
         raise fail("sweep: give at least one parameter to sweep, e.g. --multiplier 2,4,6")
-    points = grid(**values)
-    print(f"sweep: {len(points)} points x {args.seeds} seeds x {args.days} days", file=sys.stderr)
+    for flag, values in given.items():  # every value checked before any work, its flag named
+        for v in values:
+            try:
+                check_value(env, policy_params, params, OPTIONS[flag][0], v)
+            except ValueError as e:
+                raise fail(f"--{flag.replace('_', '-')} {v}: {said(e)}") from None
+    points = grid(**{OPTIONS[k][0]: v for k, v in given.items()})
+    size = f"{plural(len(points), 'point')} x {plural(args.seeds, 'seed')} x {plural(args.days, 'day')}"
+    print(f"sweep: {size}", file=sys.stderr)
     try:
         result = sweep(
             env,

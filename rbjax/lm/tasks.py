@@ -220,6 +220,13 @@ def make_tasks(
     from rbjax.lm.panel import panel_rewards
     from rbjax.lm.rewards import scale
 
+    if not os.path.isdir(folder):
+        raise ArgumentError(f"{{from_states}} {folder}: not a folder", "from_states")
+    if not os.path.isfile(os.path.join(folder, "slices.json")):
+        raise ArgumentError(
+            f"{{from_states}} {folder}: no slices.json (the folder `rbjax run|agents run --save-states` writes)",
+            "from_states",
+        )
     manifest = read_manifest(folder)
     days_in = sorted(int(d) for d in manifest.get("files", {})) if at is None else list(at)
     if not days_in:

@@ -193,3 +193,15 @@ def sweep(
         seconds=time.perf_counter() - start,
         store_days=n_stores * days,
     )
+
+
+def check_value(env, policy_params, env_params: EnvParams, name: str, value) -> None:
+    """ValueError, in the params check's words, when sweep parameter ``name`` (as ``sweep`` takes it) cannot
+    take ``value``: a command line checks each swept value before any work, naming its flag."""
+    scope, field = _resolve(name, policy_params, env_params)
+    base = policy_params if scope == "policy" else env_params
+    changed = base.replace(**{field: _column(base, field, [value])[0]})
+    if scope == "env":
+        env.check_params(changed)
+    elif hasattr(changed, "check"):
+        changed.check()

@@ -216,10 +216,20 @@ def test_cli_refuses_out_of_range_numbers_and_names_bad_files(tmp_path, capsys):
         ),
         (f"info --data {tmp_path / 'nowhere'}", "--data"),
         (f"agents diagnose {tmp_path}", "tool_calls.jsonl, line 2: not a trace record"),
+        # each swept value checked before any work, its flag named
+        ("sweep --shelf 30,-5 --seeds 1", "--shelf -5: EnvParams.shelf_capacity must be in 0..1,000,000"),
+        ("sweep --policy ppo --rent 500 --seeds 1", "--policy ppo needs --checkpoint DIR"),
+        ("sweep --rent 500 --bogus", "unrecognized arguments: --bogus (see rbjax sweep --help)"),
+        ("agents run --model m", "(see rbjax agents run --help)"),
+        (f"lm tasks --from-states {tmp_path / 'nope'} --days 3 --out x", "--from-states"),
     ]:
         err = cli_error(capsys, args)
         one_line = len([line for line in err.splitlines() if line.startswith("rbjax:")]) == 1
         assert names in err and one_line and "Traceback" not in err, (args, err)
+        assert "sweep:" not in err  # nothing started
+    assert "nope: not a folder" in cli_error(
+        capsys, f"lm tasks --from-states {tmp_path / 'nope'} --days 3 --out x"
+    )
 
 
 def test_sweep_takes_whole_numbers_for_float_leaves_and_names_the_bad_point():
