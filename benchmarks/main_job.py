@@ -54,7 +54,8 @@ import jax, jax.numpy as jnp
 import rbjax
 from rbjax.env import Env
 from rbjax.policies import make
-from rbjax.runners.rollout import place, standing_in, compiled
+from rbjax.runners.placement import place, standing_in
+from rbjax.runners.rollout import compiled
 t = {"imports": time.perf_counter() - clock}
 stores, days, per_call, cache = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
 rbjax.setup(cache=cache)  # as the command: one device per core, the persistent cache

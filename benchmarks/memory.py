@@ -1,4 +1,4 @@
-"""The chunk sizer against measured peaks: ``rollout.chunk_peak_bytes`` beside the peak resident memory of
+"""The chunk sizer against measured peaks: ``memory.chunk_peak_bytes`` beside the peak resident memory of
 runs of 256, 1,024 and 4,096 oracle stores x 180 days in one call each, and of a large batch in automatic
 chunks.
 
@@ -25,6 +25,7 @@ import jax
 import rbjax
 from rbjax.policies import OracleParams, oracle
 from rbjax.results import metrics
+from rbjax.runners import memory as M
 from rbjax.runners import rollout as R
 stores, chunk = int(sys.argv[1]), int(sys.argv[2]) or None
 env = rbjax.Env()
@@ -32,10 +33,10 @@ start = time.perf_counter()
 for c in R.rollout_chunks(env, oracle, OracleParams.default(), env.default_params(),
                           jax.random.split(jax.random.key(0), stores), 180, store_chunk=chunk, to_host=True):
     metrics.store_metrics(c.records)
-size = chunk or min(R.auto_store_chunk(env, "summary", 180, tuple(jax.devices())), stores)
+size = chunk or min(M.auto_store_chunk(env, "summary", 180, tuple(jax.devices())), stores)
 print(json.dumps(dict(
     peak=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
-    estimate=R.chunk_peak_bytes(env, "summary", 180, size), chunk=size, seconds=time.perf_counter() - start)))
+    estimate=M.chunk_peak_bytes(env, "summary", 180, size), chunk=size, seconds=time.perf_counter() - start)))
 """
 
 

@@ -17,7 +17,7 @@ from rbjax.files.slices_folder import slice_files, snapshot_name, write_manifest
 def check_save_states(args, env) -> None:
     """Before any work: --every is valid, the folder is writable, and every store's state fits in half the
     host's available memory (--save-states holds the whole batch between segments)."""
-    from rbjax.runners.rollout import FREE_SHARE, host_available_bytes, store_bytes
+    from rbjax.runners.memory import FREE_SHARE, host_available_bytes, store_bytes
 
     if args.every < 1 or args.every >= args.days:
         raise fail(f"--every must be between 1 and --days - 1 ({args.days - 1}), got {args.every}")

@@ -27,7 +27,8 @@ import pandas as pd
 from rbjax.env import Env
 from rbjax.perf import profiling
 from rbjax.policies import make
-from rbjax.runners.rollout import compiled, place
+from rbjax.runners.placement import place
+from rbjax.runners.rollout import compiled
 
 POLICIES = ("oracle", "null")  # the throughput table's policies (``rbjax.policies.make``)
 

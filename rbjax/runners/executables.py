@@ -123,7 +123,7 @@ class StoredProgram:
     object addresses), or ``parts=None`` for a program that cannot be named by value (it is then only kept in
     memory and runs as a plain ``jax.jit``, as every program does with no store folder); static_argnums,
     donate_argnums: as ``jax.jit``'s. A stored program sharded over several devices must get arguments placed
-    on them (``rollout.place``); one over several processes' devices cannot be stored (give parts=None).
+    on them (``placement.place``); one over several processes' devices cannot be stored (give parts=None).
     ``compile(*args)`` returns the program for these arguments (static ones included) as a function of the
     other arguments; calling the program compiles (or loads) and runs it. ``loaded`` counts the programs read
     from disk, ``built`` those traced in this process; ``seconds`` holds the time spent in each phase ("trace",

@@ -6,9 +6,6 @@ A policy is any pure function ``policy(policy_params, obs, privileged, key) -> A
 from __future__ import annotations
 
 import dataclasses
-import functools
-import os
-import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
@@ -17,7 +14,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jax.experimental import multihost_utils
-from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from rbjax.checks import check_policy_params, is_concrete, need_count
@@ -26,10 +22,12 @@ from rbjax.kernels.rng import day_keys
 from rbjax.params import EnvParams
 from rbjax.results.records import summarize
 from rbjax.runners import executables, programs
+from rbjax.runners.memory import auto_store_chunk
+from rbjax.runners.placement import STORES, mesh_map, one_process, place, specs, standing_in, take_stores
+from rbjax.runners.progress import RolloutProgress
 from rbjax.state import Action
 
 Policy = Callable[..., Action]
-STORES = "stores"  # the mesh axis the batch of stores is split over
 
 
 def scan_days(
@@ -185,15 +183,15 @@ def rollout_chunks(
     size, several_hosts = _chunk_size(env, records, days, devices, n, store_chunk)
     to_host = n > size if to_host is None else to_host
     per_call = _days_per_call(days, progress, days_per_call)
-    report = _Progress(n, days, size, len(devices), resumed=state is not None) if progress else None
+    report = RolloutProgress(n, days, size, len(devices), resumed=state is not None) if progress else None
     for first in range(0, n, size):
         take = np.minimum(np.arange(first, first + size), n - 1)  # the last chunk repeats its last store
         stop = min(first + size, n)
         if report:
             report.chunk(first, stop)
         start = None if state is None else _take_state(state, take)
-        chunk_policy = _take(policy_params, policy_axes, take)
-        chunk_env, chunk_keys = _take(env_params, env_axes, take), keys[take]
+        chunk_policy = take_stores(policy_params, policy_axes, take)
+        chunk_env, chunk_keys = take_stores(env_params, env_axes, take), keys[take]
         if not several_hosts:  # inputs committed to other devices (a snapshot, a caller's arrays) move here
             chunk_policy = place(chunk_policy, policy_axes, devices)
             chunk_env = place(chunk_env, env_axes, devices)
@@ -273,176 +271,6 @@ def _take_state(state, take: np.ndarray):
     )
 
 
-def place(tree, axes, devices: tuple):
-    """``tree`` on ``devices``: leaves with a store axis (``axes``: vmap in_axes) split over the stores axis, the
-    others copied to every device. ``jit`` refuses arrays committed to devices other than its own, which a
-    snapshot's state or a caller's arrays may be."""
-    if len(devices) == 1:
-        return jax.device_put(tree, devices[0])
-    mesh = Mesh(np.asarray(devices), (STORES,))
-    specs = _specs(axes)
-    shardings = jax.tree.map(lambda s: NamedSharding(mesh, s), specs, is_leaf=lambda x: isinstance(x, P))
-    return jax.device_put(tree, shardings)
-
-
-def auto_store_chunk(env: Env, records: str, days: int, devices: Sequence[jax.Device]) -> int:
-    """The stores one jitted call runs at most: what fits in ``FREE_SHARE`` of the memory at hand.
-
-    A call's peak is ``chunk_peak_bytes``. CPUs use the host's available memory, at most ``CPU_MAX_CHUNK``
-    stores (XLA:CPU's throughput is flat beyond a few thousand stores, so larger chunks only cost memory);
-    GPUs and TPUs their own memory (the fixed part is the host's, so it is not counted there).
-    """
-    per_store = store_peak_bytes(env, records, days)
-    if devices[0].platform == "cpu":
-        size = min((FREE_SHARE * host_available_bytes() - FIXED_BYTES) // per_store, CPU_MAX_CHUNK)
-    else:  # this process's devices (another host's memory is not visible here)
-        local = [d for d in devices if d.process_index == jax.process_index()] or list(devices)
-        limit = min((d.memory_stats() or {}).get("bytes_limit", 0) for d in local)
-        size = FREE_SHARE * limit * len(devices) // per_store if limit else ACCELERATOR_CHUNK * len(devices)
-    return max(int(size), len(devices))
-
-
-def chunk_peak_bytes(env: Env, records: str, days: int, stores: int) -> int:
-    """Estimated peak memory of a process that runs ``stores`` stores for ``days`` days in one call:
-    ``FIXED_BYTES`` (the JAX runtime and compiling the reset and the day) plus ``store_peak_bytes`` a store.
-    ``benchmarks/memory.py`` holds it against measured peaks."""
-    return FIXED_BYTES + stores * store_peak_bytes(env, records, days)
-
-
-def store_peak_bytes(env: Env, records: str, days: int) -> int:
-    """One store's share of a call's peak: the larger of the reset's (``RESET_PER_STATE`` states: the
-    pre-opening history's temporaries and the supplier selection's lanes) and the days' (``PEAK_PER_STATE``
-    states for the step's temporaries, plus its records)."""
-    state = store_bytes(env)
-    return max(RESET_PER_STATE * state, PEAK_PER_STATE * state + days * record_bytes(env, records))
-
-
-# measured on XLA:CPU (benchmarks/memory.py, docs/performance.md): a 1,024-store reset peaks 0.37 MB a store
-# above its compilation, 180 oracle days 0.35 MB with summary records; the runtime and compiling the two
-# programs (one after the other) take ~1.1 GB (256 stores: a 1.25 GB peak)
-PEAK_PER_STATE = 6
-RESET_PER_STATE = 4
-FIXED_BYTES = 1_200_000_000
-FREE_SHARE = 0.5
-CPU_MAX_CHUNK = 4096
-ACCELERATOR_CHUNK = 4096  # stores per device when the device's memory limit is unknown
-
-
-def host_available_bytes() -> int:
-    """The host's available memory (Linux ``MemAvailable``; else its physical memory)."""
-    try:
-        with open("/proc/meminfo") as f:
-            for line in f:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-
-
-@functools.cache
-def _state_shape(env: Env):
-    """One store's EnvState as shapes and dtypes (a trace of the reset, run once per env)."""
-    return jax.eval_shape(env.reset, jax.random.key(0), env.default_params())[1]
-
-
-def store_bytes(env: Env) -> int:
-    """Bytes of one store's state (found by a trace of the reset, kept on disk: ``executables.remembered``)."""
-    return executables.remembered("rollout.store_bytes", _env_parts(env), lambda: _nbytes(_state_shape(env)))
-
-
-def _env_parts(env: Env) -> tuple | None:
-    ident = executables.env_name(env)
-    return None if ident is None else (ident,)
-
-
-@functools.cache
-def record_bytes(env: Env, records: str) -> int:
-    """Bytes of one store-day's records: "summary" (DaySummary) or "full" (DayInfo) (found by a trace of the
-    step, kept on disk: ``executables.remembered``)."""
-
-    def trace() -> int:
-        key, params, state = jax.random.key(0), env.default_params(), _state_shape(env)
-        info = jax.eval_shape(lambda s: env.step(key, s, Action.noop(s), params)[-1], state)
-        return _nbytes(info if records == "full" else jax.eval_shape(summarize, info))
-
-    parts = _env_parts(env)
-    return executables.remembered("rollout.record_bytes", None if parts is None else (*parts, records), trace)
-
-
-def _nbytes(tree) -> int:
-    return sum(int(np.prod(x.shape)) * np.dtype(x.dtype).itemsize for x in jax.tree.leaves(tree))
-
-
-class _Progress:
-    """Progress lines on stderr, by phase: the supplier worlds and pre-opening history of each chunk of stores
-    (the first chunk's reset compiles while the day is traced, and its stores open while the day compiles),
-    then its days. The estimate of the time left starts with the first day call: the days at the
-    measured rate, plus the chunks still to open at the last chunk's opening time once one has opened without
-    compiling."""
-
-    def __init__(self, n: int, days: int, size: int, devices: int, resumed: bool = False):
-        self.n, self.days, self.size, self.resumed = n, days, size, resumed
-        # the day calls so far: none compiles (the day compiled while the first chunk opened)
-        self.day_seconds = self.store_days = 0.0
-        self.open_seconds = None
-        chunks = -(-n // size)
-        print(
-            f"rollout: {n:,} stores x {days} days"
-            + (f" in {chunks:,} chunks of {size:,} stores" if chunks > 1 else "")
-            + f" on {devices} device{'s' * (devices > 1)}",
-            file=sys.stderr,
-        )
-
-    def _where(self) -> str:
-        return (
-            f"{self.n:,} stores"
-            if self.stop - self.first == self.n
-            else f"stores {self.first:,}-{self.stop - 1:,}"
-        )
-
-    def chunk(self, first: int, stop: int) -> None:
-        self.first, self.stop = first, stop
-        if first == 0 and not self.resumed:
-            print(
-                f"rollout: compiling the reset and the day, then drawing supplier worlds for {self._where()}",
-                file=sys.stderr,
-            )
-
-    def opened(self, seconds: float, loaded: bool = False) -> None:
-        """A chunk opened in ``seconds``; loaded: its programs came from disk (``executables``), not compiled."""
-        self.open_seconds = seconds
-        what = "compiled and opened" if self.first == 0 else "opened (supplier worlds, pre-opening history)"
-        if self.first == 0 and loaded:
-            what = "opened (compiled programs loaded from the cache)"
-        if self.resumed:
-            what = "loaded"
-        print(f"rollout: {self._where()} {what} in {seconds:.1f} s", file=sys.stderr)
-
-    def __call__(self, done: int, seconds: float, length: int) -> None:
-        self.day_seconds += seconds
-        self.store_days += (self.stop - self.first) * length
-        finished = self.first * self.days + (self.stop - self.first) * done
-        rate = self.store_days / self.day_seconds
-        line = f"rollout: {self._where()}, day {done}/{self.days}, {rate:,.0f} store-days/s"
-        if finished < self.n * self.days:
-            left = (self.n * self.days - finished) / rate
-            unopened = -(-self.n // self.size) - 1 - self.first // self.size
-            opening = ""
-            if unopened and self.first == 0:  # no chunk opened without compiling yet: not counted
-                opening = f" + opening {unopened:,} more chunk{'s' * (unopened > 1)}"
-            else:
-                left += unopened * self.open_seconds
-            line += f", {_clock(left)} left{opening}"
-        print(line, file=sys.stderr)
-
-
-def _clock(seconds: float) -> str:
-    m, s = divmod(int(seconds), 60)
-    h, m = divmod(m, 60)
-    return f"{h}h{m:02d}m" if h else f"{m}m{s:02d}s"
-
-
 def _run_batch(
     env,
     policy,
@@ -503,60 +331,12 @@ def _run_batch(
     return recs, state
 
 
-def standing_in(out_info, devices: tuple):
-    """The arrays a per-store program will return (``out_info``: their shapes and dtypes), as
-    ``jax.ShapeDtypeStruct`` on ``devices`` (split over the stores axis), to compile the next program with."""
-    if len(devices) == 1:
-        sharding = jax.sharding.SingleDeviceSharding(devices[0])
-    else:
-        sharding = NamedSharding(Mesh(np.asarray(devices), (STORES,)), P(STORES))
-    return jax.tree.map(
-        lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype, weak_type=x.weak_type, sharding=sharding), out_info
-    )
-
-
-def _take(tree, axes, index: np.ndarray):
-    """The stores ``index`` of the leaves that have a batch axis (``axes``: vmap in_axes)."""
-    if axes is None:
-        return tree
-    if axes == 0:
-        return jax.tree.map(lambda x: x[index], tree)
-    return jax.tree.map(
-        lambda a, x: x if a is None else jax.tree.map(lambda y: y[index], x),
-        axes,
-        tree,
-        is_leaf=lambda x: x is None,
-    )
-
-
-def _specs(axes):
-    """vmap axes (None, 0 or a pytree of them) -> shard_map specs: batched leaves split over 'stores'."""
-    if axes is None:
-        return P()
-    if axes == 0:
-        return P(STORES)
-    return jax.tree.map(lambda a: P() if a is None else P(STORES), axes, is_leaf=lambda x: x is None)
-
-
-def _mesh_map(f, devices: tuple, in_specs):
-    """shard_map ``f`` over the stores axis of ``devices``. No collectives: every device runs its slice of
-    stores alone (check_vma off: replicated params meet per-store values inside scans)."""
-    mesh = Mesh(np.asarray(devices), (STORES,))
-    return jax.shard_map(f, mesh=mesh, in_specs=in_specs, out_specs=P(STORES), check_vma=False)
-
-
 def _stored(fn, name: str, env: Env, parts: tuple, **jit_args) -> executables.StoredProgram:
     """``fn`` jitted as a program kept on disk (``rbjax.runners.executables``) when ``env`` and every part can be
     named by value (a part of None: kept in memory only). jit_args: static_argnums, donate_argnums."""
     ident = executables.env_name(env)
     named = None if ident is None or None in parts else (ident, *parts)
     return executables.StoredProgram(fn, name, named, **jit_args)
-
-
-def _one_process(devices: tuple) -> str | None:
-    """The devices' repr, for a program's key; None (not stored) when they span several processes, whose
-    programs take every process's arrays (an exported program takes this process's only)."""
-    return None if any(d.process_index != jax.process_index() for d in devices) else repr(devices)
 
 
 def _per_store(name: str, fn, env: Env, env_axes, devices: tuple):
@@ -566,8 +346,8 @@ def _per_store(name: str, fn, env: Env, env_axes, devices: tuple):
     def build():
         f = jax.vmap(fn, in_axes=(0, env_axes))
         if len(devices) > 1:
-            f = _mesh_map(f, devices, (P(STORES), _specs(env_axes)))
-        return _stored(f, f"rollout.{name}", env, (repr(env_axes), _one_process(devices)))
+            f = mesh_map(f, devices, (P(STORES), specs(env_axes)))
+        return _stored(f, f"rollout.{name}", env, (repr(env_axes), one_process(devices)))
 
     return programs.cached(f"rollout.{name}", build, env, (repr(env_axes), devices))
 
@@ -587,16 +367,17 @@ def compiled(env: Env, policy: Policy, records: str, policy_axes, env_axes, devi
             _one_store(env, policy, records), in_axes=(policy_axes, env_axes, 0, 0, 0, None, None)
         )
         if len(devices) > 1:
-            inner, specs = advance, (_specs(policy_axes), _specs(env_axes), P(STORES), P(STORES), P(STORES))
-            advance = lambda pp, ep, obs, state, key, first, days: _mesh_map(
-                lambda *a: inner(*a, first, days), devices, specs
+            inner = advance
+            in_specs = (specs(policy_axes), specs(env_axes), P(STORES), P(STORES), P(STORES))
+            advance = lambda pp, ep, obs, state, key, first, days: mesh_map(
+                lambda *a: inner(*a, first, days), devices, in_specs
             )(pp, ep, obs, state, key)
         stored = (
             executables.policy_name(policy),
             records,
             repr(policy_axes),
             repr(env_axes),
-            _one_process(devices),
+            one_process(devices),
         )
         return _stored(advance, "rollout.days", env, stored, static_argnums=(6,), donate_argnums=(2, 3))
 

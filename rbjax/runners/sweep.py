@@ -142,7 +142,7 @@ def sweep(
 
     Parameter names are policy or env params fields ('multiplier', 'shelf_capacity'), prefixed with
     'policy.' or 'env.' when a name exists in both. batch_size: stores per jitted call (default: what fits in
-    memory, ``rollout.auto_store_chunk``). Returns a SweepResult (tidy table, per-point summary).
+    memory, ``memory.auto_store_chunk``). Returns a SweepResult (tidy table, per-point summary).
     """
     points = [dict(p) for p in points]
     if not points or seeds < 1 or days < 1 or batch_size is not None and batch_size < 1:

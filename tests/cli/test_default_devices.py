@@ -4,7 +4,7 @@ CI), no ``--devices 1``. Five stores do not divide two devices, and ``--store-ch
 They run in one fresh process (its devices split as the CLI splits them; the later commands share its compiled
 programs: every fresh-store command runs chunks of 2 stores, so they share one reset), so the suite pays for one
 multi-device compilation of each program: the snapshot path, chunks and
-per-store params (a sweep) are the three ways a chunk's inputs reach the devices (``rollout.place``), and
+per-store params (a sweep) are the three ways a chunk's inputs reach the devices (``placement.place``), and
 ``eval`` runs the shipped PPO policy. ``bench --profile`` runs on the default devices in
 ``tests/perf/test_perf.py``; the agent commands and ``train`` always run on one device (``rbjax.cli``), the
 default of the in-process tests.

@@ -230,17 +230,18 @@ def test_bench_and_a_rollout_of_the_same_shapes_share_their_programs(env, params
 def test_the_automatic_chunk_is_what_fits_in_memory(env, params, episodes, monkeypatch):
     """With the host's memory faked to hold the fixed part and 4.5 stores' peak footprint twice over, 7 stores
     run as 4 + 3: a batch below any size is sized too."""
+    from rbjax.runners import memory
     from rbjax.runners import rollout as module
 
-    per_store = module.store_peak_bytes(env, "full", 180)
-    assert per_store == module.PEAK_PER_STATE * module.store_bytes(env) + 180 * module.record_bytes(
+    per_store = memory.store_peak_bytes(env, "full", 180)
+    assert per_store == memory.PEAK_PER_STATE * memory.store_bytes(env) + 180 * memory.record_bytes(
         env, "full"
     )
-    assert module.store_bytes(env) == env.state_bytes(episodes[1]) // STORES  # the estimate is the real state
+    assert memory.store_bytes(env) == env.state_bytes(episodes[1]) // STORES  # the estimate is the real state
     monkeypatch.setattr(
-        module, "host_available_bytes", lambda: int(2 * (module.FIXED_BYTES + 4.5 * per_store))
+        memory, "host_available_bytes", lambda: int(2 * (memory.FIXED_BYTES + 4.5 * per_store))
     )
-    assert module.auto_store_chunk(env, "full", 180, tuple(jax.devices())) == STORES
+    assert memory.auto_store_chunk(env, "full", 180, tuple(jax.devices())) == STORES
     order = [2, 0, 1, 3, 1, 3, 2]
     keys = jax.random.split(jax.random.key(golden.SEED), STORES)[np.array(order)]
     chunks = list(
