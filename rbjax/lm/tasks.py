@@ -214,7 +214,7 @@ def make_tasks(
     on). note: called with a line per snapshot day. ValueError (one line) for
     a folder, day, size or tail that does not fit (a continuation past the run's horizon is refused, never
     shortened)."""
-    from rbjax.agents.runs.day_start import open_day_start
+    from rbjax.agents.runs.day_start import keep_histories, open_day_start
     from rbjax.counts import is_whole
     from rbjax.files.slices_folder import open_slices_folder, read_manifest
     from rbjax.lm.panel import panel_rewards
@@ -236,6 +236,7 @@ def make_tasks(
     for day in days_in:
         open_slices_folder(folder, day)  # checks the day exists, one-line errors
         check_tail(day, days, int(tail), int(manifest.get("days", 180)))
+    keep_histories(folder, days_in, stores, progress, note)  # one play for every day's tool history
     tasks = []
     for day in days_in:
         start = open_day_start(folder, day, stores=stores, days=days, progress=progress, note=note)

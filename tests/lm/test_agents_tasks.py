@@ -115,10 +115,14 @@ def test_tasks_of_two_snapshot_days_make_two_runs_and_one_table(tmp_path_factory
     path = tmp_path_factory.mktemp("two") / "tasks.jsonl"
     write_tasks(order, str(path))
     kept = folder / f"tools_day_{2 * every:03d}.npz"
-    os.remove(kept)  # day 8's tool history is made again (stores 0 and 1) and kept
+    with np.load(kept) as z:  # made with day 4's in one play (day_start.keep_histories)
+        one_play = {k: z[k] for k in z.files}
+    os.remove(kept)  # day 8's tool history is made again (stores 0 and 1), from day 0 alone, and kept
     out = path.parent / "out"
     table = run_tasks("policy:oracle", path, out)
     assert kept.exists()
+    with np.load(kept) as z:
+        assert sorted(z.files) == sorted(one_play) and all(np.array_equal(z[k], one_play[k]) for k in z.files)
     runs = [f"day_{every:03d}_{days}d", f"day_{2 * every:03d}_{days}d"]
     assert sorted(p.name for p in out.iterdir() if p.is_dir()) == runs
     assert table["id"].tolist() == [t.id for t in order]

@@ -17,6 +17,7 @@ import importlib
 import json
 import math
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -341,14 +342,70 @@ def test_a_failed_model_call_is_an_error_not_a_score(tasks_file):
 
 
 def test_arguments_are_checked():
+    """Each bad argument is one line naming ``-T NAME`` (a ValueError, and Inspect's PrerequisiteError, which
+    Inspect prints without a traceback), raised before any sample starts; an unknown one is refused."""
+    from inspect_ai._util.error import PrerequisiteError
+
     for kwargs, message in [
-        ({}, "either tasks=FILE"),
-        ({"tasks": "t.jsonl", "stores": 2}, "either tasks=FILE"),
-        ({"stores": 0}, "stores must be an int >= 1"),
-        ({"stores": 2, "slots": 0}, "slots must be an int >= 1"),
-        ({"stores": 2, "memory": "week"}, "memory must be one of"),
-        ({"stores": 2, "code_timeout": 0}, "code_timeout must be > 0"),
-        ({"stores": 2, "grouping": "7"}, "grouping"),
+        ({}, "either -T tasks=FILE"),
+        ({"tasks": "t.jsonl", "stores": 2}, "either -T tasks=FILE"),
+        ({"tasks": "missing.jsonl"}, "-T tasks='missing.jsonl': missing.jsonl: no such tasks file"),
+        ({"stores": 0}, "-T stores=0: stores must be an int >= 1"),
+        ({"stores": -1}, "-T stores=-1"),
+        ({"stores": 2, "slots": 0}, "-T slots=0: slots must be an int >= 1"),
+        ({"stores": 2, "memory": "week"}, "-T memory='week': must be one of day, episode"),
+        ({"stores": 2, "code_timeout": 0}, "-T code_timeout=0: code_timeout must be > 0"),
+        ({"stores": 2, "grouping": "7"}, "-T grouping='7'"),
+        ({"stores": 2, "max_retries": -1}, "-T max_retries=-1"),
+        (
+            {"stores": 2, "memroy": "episode"},
+            "-T memroy: rbjax/retail has no such parameter (its parameters: tasks,",
+        ),
     ]:
-        with pytest.raises(ValueError, match=message):
+        with pytest.raises(ValueError, match=re.escape(message)) as e:
             retail(**kwargs)
+        assert isinstance(e.value, PrerequisiteError) and "\n" not in str(e.value), kwargs
+    assert retail(stores=2, model="any").config.max_retries == 2  # Inspect passes its model: not refused
+
+
+@pytest.mark.parametrize(
+    "flags", [["tasks=missing.jsonl"], ["stores=-1"], ["stores=1", "memroy=episode"]], ids=lambda f: f[-1]
+)
+def test_a_bad_argument_on_the_command_line_is_one_line(flags, tmp_path):
+    """``inspect eval rbjax/retail -T ...``: a non-zero exit, one line naming the argument, no traceback."""
+    inspect = Path(sys.executable).with_name("inspect")
+    line = [
+        str(inspect),
+        "eval",
+        "rbjax/retail",
+        *[x for f in flags for x in ("-T", f)],
+        "--model",
+        "mockllm/model",
+    ]
+    line += ["--log-dir", str(tmp_path)]  # (--display none would hide the message too)
+    run = subprocess.run(line, capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    said = (run.stdout + run.stderr).strip()
+    name = flags[-1].split("=")[0]
+    assert run.returncode != 0 and "Traceback" not in said, said[-2000:]
+    assert len([x for x in said.splitlines() if f"-T {name}" in x]) == 1, said[-2000:]
+
+
+def test_a_dead_endpoint_ends_each_sample_with_an_error_within_the_bound(tasks_file):
+    """A closed port: the task's default retries (2) end each sample with the connection's error in about 10 s
+    of Inspect's backoff (docs/inspect.md states at most 60 s), not after Inspect's unlimited retries."""
+    import time
+
+    os.environ.setdefault("STUB_API_KEY", "x")
+    start = time.monotonic()
+    (log,) = inspect_eval(
+        retail(tasks=str(tasks_file), slots=SLOTS),
+        model="openai-api/stub/stub-model",
+        model_base_url="http://127.0.0.1:1/v1",
+        display="none",
+        log_dir=str(Path(tasks_file).parent / "dead"),
+        fail_on_error=False,
+    )
+    took = time.monotonic() - start
+    assert took < 60, took
+    assert log.samples and all(s.error is not None and not s.scores for s in log.samples)
+    assert all("onnect" in s.error.message for s in log.samples), log.samples[0].error.message

@@ -210,6 +210,30 @@ def warm_stores(
     return stores, check_state(engine, snapshot)
 
 
+def keep_histories(
+    folder: str, days: Sequence[int], stores: int | None = None, progress: int = 0, note=None
+) -> None:
+    """Make the tool histories of the snapshot days ``days`` of ``folder`` that it does not hold yet (of the
+    first ``stores`` stores; default: all) in one play of the slices' policy through the tools, from day 0 to
+    the last of them, each checked against its snapshot (``check_state``) and kept beside it
+    (``history.keep``) as the play passes its day: several days cost the last one's play, not the sum of
+    theirs. ``note`` is told before each day's part of the play. Nothing to do for one day or none."""
+    starts = [read_day(folder, d) for d in sorted(set(days))]
+    todo = [s for s in starts if s.stored_history(s.count(stores)) is None]
+    if len(todo) < 2:
+        return
+    first, S = todo[0], todo[0].count(stores)
+    engine = AgentEngine(first.env, first.params, first.snapshot.keys[:S])
+    tools = make_stores(engine, None)
+    policy = first.source_policy()
+    for start in todo:
+        if note is not None:
+            note(f"tool history: playing to day {start.day} of {start.source} for {S} stores of {folder}")
+        history.warm_up(engine, tools, *policy, start.day, progress)
+        check_state(engine, take_stores(start.snapshot, np.arange(S)))
+        history.keep(folder, start.day, start.path, tools, note)
+
+
 def check_state(engine: AgentEngine, snapshot: Snapshot, rtol: float = FLOAT_RTOL) -> list[str]:
     """The engine's first S stores hold the snapshot's state: every integer and boolean leaf bit for bit,
     every float leaf bit for bit or within ``rtol`` relative (NaN equal to NaN); else ValueError naming the

@@ -48,9 +48,10 @@ import os
 from typing import Any
 
 from inspect_ai import Task, task
+from inspect_ai._util.error import PrerequisiteError
 from inspect_ai.agent import AgentState, as_solver, react
 from inspect_ai.dataset import MemoryDataset, Sample
-from inspect_ai.model import ChatMessageSystem, ChatMessageUser
+from inspect_ai.model import ChatMessageSystem, ChatMessageUser, GenerateConfig
 from inspect_ai.scorer import Score, Target, mean, scorer, stderr
 from inspect_ai.solver import Generate, Solver, TaskState, solver
 from inspect_ai.tool import Tool, ToolDef, ToolParams
@@ -63,8 +64,16 @@ from rbjax.agents.tools.specs import TOOL_NAMES, TOOL_SPECS, describe
 from rbjax.counts import need_count
 from rbjax.results.metrics import MAIN_TABLE
 
+MAX_RETRIES = (
+    2  # a failed model request is tried 3 times in all (Inspect's backoff: about 10 s; docs/inspect.md)
+)
 EPISODE = "episode"  # the source policy named in a full episode's task ids: no slices folder, the opening day
 MEMORIES = ("day", "episode")
+GROUPINGS = ("20", "ref19")  # the categories of ``rbjax.env.make_env``
+PARAMETERS = (  # retail's -T parameters
+    "tasks", "stores", "days", "seed", "grouping", "supplier_attempts", "data", "slots", "reward", "max_turns",
+    "invalid_turns", "memory", "prompts", "compact_catalog", "code_timeout", "explicit_news", "max_retries",
+)  # fmt: skip
 POOLS: dict = {}  # {key: SessionPool}, one per env, params and pool options in this process
 _OPENING: dict = {}  # {event loop: asyncio.Lock} (opening_lock)
 
@@ -89,6 +98,8 @@ def retail(
     code_timeout: float | None = None,
     explicit_news: bool = False,
     solver: Solver | None = None,
+    max_retries: int = MAX_RETRIES,
+    **unknown,
 ) -> Task:
     """RetailBench on rbjax: the tasks of the tasks file ``tasks`` (slices), or ``stores`` stores for ``days``
     days from their opening (full episodes, keys from ``seed``, the env of ``grouping``,
@@ -98,23 +109,75 @@ def retail(
     docstring); prompts: a JSON file of prompt overrides (``Prompts.load``); compact_catalog: the day
     message's short catalogue; code_timeout, explicit_news: the tools' options (``agents run``'s
     ``--code-timeout``, ``--news-text explicit``); solver: another agent instead of ``retail_agent``.
-    ValueError naming the argument for a bad one."""
-    options = tool_options(code_timeout, explicit_news)
+    max_retries: the model API's retries of a failed request (Inspect's own; ``--max-retries`` overrides it), so
+    that a dead endpoint fails each sample within seconds (docs/inspect.md), not after Inspect's unlimited
+    retries. Every argument is checked before any sample starts: a bad or unknown one is a
+    ``TaskArgumentError`` (a ``ValueError``, and Inspect's ``PrerequisiteError``: one line, no traceback)
+    naming ``-T NAME``."""
+    if set(unknown) - {"model"}:  # Inspect passes every -T to a task that takes **kwargs, and its model
+        name = sorted(set(unknown) - {"model"})[0]
+        known = ", ".join(p for p in PARAMETERS)
+        raise TaskArgumentError(f"-T {name}: rbjax/retail has no such parameter (its parameters: {known})")
+    with argument("max_retries", max_retries):
+        need_count("max_retries", max_retries + 1, whole=True)  # 0 or more
+    config = GenerateConfig(max_retries=int(max_retries))
+    with argument("code_timeout", code_timeout):
+        options = tool_options(code_timeout, explicit_news)
     if (tasks is None) == (stores is None):
-        raise ValueError("give either tasks=FILE (slices) or stores=N (full episodes), not both or neither")
-    agent = solver or retail_agent(max_turns, invalid_turns, memory, prompts, compact_catalog)
-    need_count("slots", slots, whole=True)
+        raise TaskArgumentError(
+            "give either -T tasks=FILE (slices) or -T stores=N (full episodes), not both or neither"
+        )
+    for name, value in (("max_turns", max_turns), ("invalid_turns", invalid_turns), ("slots", slots)):
+        with argument(name, value):
+            need_count(name, value, whole=True)
+    if memory not in MEMORIES:
+        raise TaskArgumentError(f"-T memory={memory!r}: must be one of {', '.join(MEMORIES)}")
+    with argument("prompts", prompts):
+        agent = solver or retail_agent(max_turns, invalid_turns, memory, prompts, compact_catalog)
     if tasks is not None:
         from rbjax.lm.rewards import check_kind
 
-        check_kind(reward)
+        with argument("reward", reward):
+            check_kind(reward)
         pool = dict(slots=slots, reward=reward, **options)
-        return Task(dataset=slice_dataset(tasks, pool), solver=agent, scorer=session_reward())
-    need_count("stores", stores, whole=True)
-    need_count("days", days, whole=True)
+        with argument("tasks", tasks):
+            dataset = slice_dataset(tasks, pool)
+        return Task(dataset=dataset, solver=agent, scorer=session_reward(), config=config)
+    for name, value in (("stores", stores), ("days", days), ("supplier_attempts", supplier_attempts)):
+        with argument(name, value):
+            need_count(name, value, whole=True)
+    with argument("seed", seed):
+        need_count("seed", seed + 1, whole=True)  # 0 or more
     env = dict(days=days, seed=seed, grouping=grouping, supplier_attempts=supplier_attempts, data=data)
-    dataset = episode_dataset(stores, env, dict(slots=slots, **options))
-    return Task(dataset=dataset, solver=agent, scorer=episode_metrics())
+    if grouping not in GROUPINGS:
+        raise TaskArgumentError(f"-T grouping={grouping!r}: must be one of {', '.join(GROUPINGS)}")
+    with argument("data", data):
+        dataset = episode_dataset(stores, env, dict(slots=slots, **options))
+    return Task(dataset=dataset, solver=agent, scorer=episode_metrics(), config=config)
+
+
+class TaskArgumentError(PrerequisiteError, ValueError):
+    """A ``-T`` argument of ``rbjax/retail`` that does not fit: Inspect prints it as one line, with no traceback
+    (a ``PrerequisiteError``), and Python callers catch a ``ValueError``."""
+
+    def __init__(self, message: str):
+        PrerequisiteError.__init__(self, message)
+        ValueError.__init__(self, message)
+
+    def __str__(self) -> str:
+        return str(self.message)
+
+
+@contextlib.contextmanager
+def argument(name: str, value):
+    """Turn a ``ValueError`` (or ``TypeError``) raised while checking or using argument ``name`` into a
+    ``TaskArgumentError`` naming ``-T NAME=VALUE``."""
+    try:
+        yield
+    except TaskArgumentError:
+        raise
+    except (ValueError, TypeError) as e:
+        raise TaskArgumentError(f"-T {name}={value!r}: {e}"[:400]) from None
 
 
 def tool_options(code_timeout: float | None, explicit_news: bool) -> dict:
