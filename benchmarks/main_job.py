@@ -7,7 +7,9 @@ program compiles) and warm (the cache filled by the cold run): each run's wall t
 the opening and day phases from its progress lines, beside the targets (20 s cold, 12 s warm, 2 GB). Then the
 same job's phases, cold and warm, in two more fresh processes that do what the command does step by step
 (``phases``): imports, tracing, lowering, compiling and storing the programs (cold) or loading them (warm),
-opening the stores (the reset) and the days. Prints and writes benchmarks/out/main_job.md.
+opening the stores (the reset) and the days. Prints and writes benchmarks/out/main_job.md. For the README's
+job (1,000 x 180), it then checks the README's stated times and memory against this run and exits 1 on a
+drift (``readme_drift``): run it on a quiet machine of CI's kind.
 """
 
 from __future__ import annotations
@@ -145,6 +147,34 @@ def main():
     OUT.mkdir(exist_ok=True)
     (OUT / "main_job.md").write_text(text)
     print(text)
+    if a.stores == 1000 and a.days == 180:  # the README's job: its stated times must still hold
+        drift = readme_drift(runs)
+        print("\n".join(drift) or "the README's times hold (a quiet machine of CI's kind)")
+        if drift:
+            raise SystemExit(1)
+
+
+README = Path(__file__).parent.parent / "README.md"
+
+
+def readme_drift(runs: dict) -> list[str]:
+    """What the README's main-job line states ("45-75 s the first time ..., 20-40 s after, 1.4 GB") against
+    this run: a line per number outside its stated range (the memory within 10 %); [] when all hold."""
+    text = README.read_text()
+    m = re.search(r"(\d+)-(\d+) s the first time.*?(\d+)-(\d+) s after, ([\d.]+) GB", text, re.S)
+    if m is None:
+        return ["README.md: no main-job line ('A-B s the first time ..., C-D s after, E GB') to check"]
+    cold_lo, cold_hi, warm_lo, warm_hi = (float(x) for x in m.groups()[:4])
+    out = []
+    for name, lo, hi in (("cold", cold_lo, cold_hi), ("warm", warm_lo, warm_hi)):
+        if not lo <= runs[name]["wall"] <= hi:
+            out.append(
+                f"README drift: the {name} run took {runs[name]['wall']:.1f} s, outside its {lo:.0f}-{hi:.0f} s"
+            )
+    peak, stated = runs["cold"]["peak_gb"], float(m.group(5))
+    if peak is not None and abs(peak - stated) > 0.1 * stated:
+        out.append(f"README drift: the peak memory was {peak:.2f} GB, not within 10 % of its {stated} GB")
+    return out
 
 
 if __name__ == "__main__":

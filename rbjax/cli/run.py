@@ -47,7 +47,7 @@ def main(args) -> None:
     path = os.path.join(args.out, "records.npz") if args.records and args.out else None
     if args.out:
         clear_outputs(args.out, outputs(args, path))
-    tables, paths = [], []
+    tables, paths, opening, running = [], [], 0.0, 0.0
     start = time.perf_counter()
     # the writer's scratch files go, whatever happens; the file exists only once every store is in it
     with RecordsWriter(path, args.stores) if path else contextlib.nullcontext() as writer:
@@ -63,6 +63,7 @@ def main(args) -> None:
             store_chunk=args.store_chunk,
             to_host=True,
         ):
+            opening, running = opening + chunk.opening_seconds, running + chunk.days_seconds
             tables.append(metrics.store_metrics(chunk.records))
             paths.append(
                 metrics.net_worth_paths(chunk.records, float(params.initial_funds)).astype(np.float32)
@@ -71,10 +72,22 @@ def main(args) -> None:
                 writer.write(chunk.start, chunk.records)
     elapsed = time.perf_counter() - start
     print(
-        f"{args.policy} policy, {args.stores} stores x {args.days} days, categories {env.config.grouping} "
-        f"({elapsed:.1f} s including compilation, {args.stores * args.days / elapsed:,.0f} store-days/s)"
+        f"{args.policy} policy, {args.stores} stores x {args.days} days, categories {env.config.grouping}: "
+        + run_times(elapsed, opening, running, args.stores * args.days)
     )
     report(args, pd.concat(tables, ignore_index=True), np.concatenate(paths))
+
+
+def run_times(elapsed: float, opening: float, days: float, store_days: int) -> str:
+    """The run's header times: the days' rate apart from the opening (the reset and compiling: a first run
+    compiles, a later one loads the programs from the cache) and the wall time in all. A run of chunks
+    without their times (``opening`` and ``days`` 0) gives the wall time's rate."""
+    if days <= 0:
+        return f"{elapsed:.1f} s in all, {store_days / elapsed:,.0f} store-days/s"
+    return (
+        f"{store_days / days:,.0f} store-days/s over the days ({days:.1f} s), {opening:.1f} s opening the stores "
+        f"(compiling the programs, or loading them from the cache), {elapsed:.1f} s in all"
+    )
 
 
 def _chunks(args, env, params, policy, policy_params, keys, records):

@@ -83,6 +83,8 @@ class Chunk:
     stop: int
     records: Any  # DaySummary or DayInfo, leaves [stop - start, days, ...]
     state: Any  # final EnvState, leaves [stop - start, ...]
+    opening_seconds: float = 0.0  # the reset: supplier worlds, pre-opening history (and compiling, the first)
+    days_seconds: float = 0.0  # the days, every call of them
 
 
 def rollout(
@@ -196,7 +198,7 @@ def rollout_chunks(
             chunk_policy = place(chunk_policy, policy_axes, devices)
             chunk_env = place(chunk_env, env_axes, devices)
             chunk_keys, start = place((chunk_keys, start), 0, devices)
-        rec, final = _run_batch(
+        rec, final, timing = _run_batch(
             env,
             policy,
             chunk_policy,
@@ -217,7 +219,7 @@ def rollout_chunks(
             rec, final = multihost_utils.process_allgather((rec, final), tiled=True)
         elif to_host:
             rec, final = jax.tree.map(np.asarray, (rec, final))
-        yield Chunk(first, stop, rec, final)
+        yield Chunk(first, stop, rec, final, *timing)
 
 
 def _check_arguments(
@@ -287,10 +289,11 @@ def _run_batch(
     start=None,
     first_day: int = 0,
 ):
-    """One batch of ``len(keys)`` stores (a multiple of ``len(devices)``) -> (records, state), in jitted calls
-    of ``days_per_call`` days; ``report(days_done)`` after each when given. start: the batch's state after
-    ``first_day`` days (None: reset); its morning observation is recomputed (``env.observe``), as the step
-    computes it."""
+    """One batch of ``len(keys)`` stores (a multiple of ``len(devices)``) -> (records, state, (opening seconds,
+    days seconds)), in jitted calls of ``days_per_call`` days; ``report(days_done)`` after each when given.
+    start: the batch's state after ``first_day`` days (None: reset); its morning observation is recomputed
+    (``env.observe``), as the step computes it. The opening's seconds count the reset (and the programs'
+    compilation, which it waits for); the days' every day call, to their records ready."""
     k_reset, k_run = jnp.moveaxis(jax.vmap(lambda k: jax.random.split(k))(keys), 1, 0)
     reset, step_chunk = compiled(env, policy, records, policy_axes, env_axes, devices)
     made = lambda what: sum(getattr(p, what, 0) for p in (reset, step_chunk))  # programs built or loaded
@@ -312,10 +315,11 @@ def _run_batch(
         obs, state = opening.result()(k_reset, env_params)
     # the programs compiled for the stand-ins run the arrays (a stored one refuses arrays placed otherwise)
     run_days = {n: program.result() for n, program in day_programs.items()}
+    jax.block_until_ready(state)  # the days cannot start before it anyway: the opening's time is known
+    opening_seconds, days_clock = time.perf_counter() - clock, time.perf_counter()
     if report:
-        jax.block_until_ready(state)
         loaded = made("loaded") > loaded and made("built") == built
-        report.opened(time.perf_counter() - clock, loaded=loaded)
+        report.opened(opening_seconds, loaded=loaded)
     outs, done = [], 0
     while done < days:
         length = min(days_per_call, days - done)
@@ -328,7 +332,8 @@ def _run_batch(
             jax.block_until_ready(rec)
             report(done, time.perf_counter() - clock, length)
     recs = outs[0] if len(outs) == 1 else jax.tree.map(lambda *x: jnp.concatenate(x, axis=1), *outs)
-    return recs, state
+    jax.block_until_ready(recs)
+    return recs, state, (opening_seconds, time.perf_counter() - days_clock)
 
 
 def _stored(fn, name: str, env: Env, parts: tuple, **jit_args) -> executables.StoredProgram:
