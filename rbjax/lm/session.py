@@ -140,13 +140,17 @@ class Session:
 
     async def astep(self) -> str:
         """Today in the pool's next batched step (asyncio), recorded by ``after_step``. A morning kept for the
-        days' credit is read from the engine on the engine's thread: another session's step may be under way
-        there, and a step gives its input buffers away (donation)."""
-        stepped = await self.pool.scheduler.end_day(self.slot, self.tools.day_action())
-        row = None
-        if self.keeps_next_morning():
-            row = await asyncio.wrap_future(self.pool.scheduler.submit(self.pool.engine.row, self.slot))
+        days' credit is read from the engine on the engine's thread within the step's flush (``kept_row``): a
+        later step gives its input buffers away (donation), and no extra hop delays this store's next park."""
+        stepped, row = await self.pool.scheduler.end_day(
+            self.slot, self.tools.day_action(), after=self.kept_row
+        )
         return self.after_step(stepped, row)
+
+    def kept_row(self, slot: int) -> dict | None:
+        """On the engine's thread, just after this store's step: its ``AgentEngine.row()`` when the morning now
+        begun is kept for the credit (``keeps_next_morning``), else None."""
+        return self.pool.engine.row(slot) if self.keeps_next_morning() else None
 
     def keeps_next_morning(self) -> bool:
         """After a step: whether the morning now begun is one between two decided days that the credit keeps

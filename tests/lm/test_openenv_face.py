@@ -21,7 +21,8 @@ SLOTS = 8
 def url(tasks_file):
     from rbjax.lm.faces.openenv_env import make_app
 
-    app = make_app(str(tasks_file), slots=SLOTS, idle_timeout=600)
+    # max_wait 1 s: two clients on one loop park within it even on a busy host, so each day is one step
+    app = make_app(str(tasks_file), slots=SLOTS, idle_timeout=600, max_wait=1.0)
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning"))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()

@@ -25,7 +25,7 @@ class DayScheduler:
         """``max_wait``: seconds a flush waits for the other live agents after the first store parks."""
         self.engine, self.max_wait = engine, max_wait
         self.live: set[int] = set()
-        self.parked: dict[int, tuple[dict, asyncio.Future]] = {}
+        self.parked: dict[int, tuple] = {}  # {store: (action, future, after or None)}
         self.flushing = False
         self.flushes = 0
         self._timer: asyncio.TimerHandle | None = None
@@ -40,13 +40,15 @@ class DayScheduler:
         self.live.discard(store)
         self._maybe_flush()
 
-    async def end_day(self, store: int, action):
+    async def end_day(self, store: int, action, after=None):
         """Step ``store`` with ``action`` (a ``DayDraft.to_action()``: price, set_price, shelf [J]; lines
         [L] each; or a function returning one, called on the engine's thread just before the step, for an
         action made from the engine's state) in the next flush; returns its (DayInfo, DayDetail) rows
-        (``AgentEngine.step``), or raises the engine's error."""
+        (``AgentEngine.step``), or raises the engine's error. after: ``after(store)`` called on the engine's
+        thread just after the step (to read the device state, which a later step gives away); then returns
+        (rows, what it returned)."""
         future = asyncio.get_running_loop().create_future()
-        self.parked[store] = (action, future)
+        self.parked[store] = (action, future, after)
         self._maybe_flush()
         return await future
 
@@ -70,22 +72,23 @@ class DayScheduler:
         self.flushing = True
         batch, self.parked = self.parked, {}
         try:
-            results = await asyncio.get_running_loop().run_in_executor(
-                self._executor, self._step, {s: a for s, (a, _) in batch.items()}
-            )
+            results = await asyncio.get_running_loop().run_in_executor(self._executor, self._step, batch)
         except Exception as e:  # every parked agent sees the engine's error
-            for _, future in batch.values():
+            for _, future, _ in batch.values():
                 future.set_exception(e)
         else:
-            for s, (_, future) in batch.items():
+            for s, (_, future, _) in batch.items():
                 future.set_result(results[s])
         finally:
             self.flushes += 1
             self.flushing = False
         self._maybe_flush()
 
-    def _step(self, actions: dict) -> dict:
-        return self.engine.step({s: a() if callable(a) else a for s, a in actions.items()})
+    def _step(self, batch: dict) -> dict:
+        results = self.engine.step({s: a() if callable(a) else a for s, (a, _, _) in batch.items()})
+        return {
+            s: results[s] if after is None else (results[s], after(s)) for s, (_, _, after) in batch.items()
+        }
 
     def submit(self, fn, *args):
         """Run ``fn(*args)`` on the engine's worker thread, after any step under way and never during one
