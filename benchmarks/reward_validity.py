@@ -52,27 +52,12 @@ from rbjax.env import make_env
 from rbjax.files import snapshots
 from rbjax.files.slices_folder import open_slices_folder, read_manifest
 from rbjax.lm import rewards
+from rbjax.lm.panel import full  # both policies' actions in one pytree structure
 from rbjax.runners import continuation
-from rbjax.state import Action
 
 REGISTRY = ("null", "random", "base_stock", "s_S", "oracle")
 MIMICS = ("never_orders", "prices_x3")
 DAYS_PER_CALL = 30  # every rollout is a multiple of this, so each policy compiles one day program
-
-
-def full(action: Action, prices: jax.Array) -> Action:
-    """``action`` with its optional fields written out (set_price, order_rank), so that two policies' actions
-    share one pytree structure; the same decisions (``Action``'s docstring)."""
-    J = prices.shape[-1]
-    set_price = action.price != prices if action.set_price is None else action.set_price
-    rank = jnp.arange(J, dtype=jnp.float32) if action.order_rank is None else action.order_rank
-    return Action(
-        price=action.price,
-        shelf=action.shelf,
-        order=action.order,
-        set_price=set_price,
-        order_rank=rank.astype(jnp.float32),
-    )
 
 
 def never_orders(oracle_params, obs, privileged, key):
