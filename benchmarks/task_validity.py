@@ -14,7 +14,7 @@ members of a task on its own random numbers):
   orders);
 - **doing nothing beats the reference under 16 fresh futures**: null and the oracle play the decided days on
   the task's random numbers, then the continuation on 16 new futures (new episode keys from the morning after
-  the decided days, the supplier world re-keyed: ``planner.own_world``); null beats the oracle when its mean
+  the decided days, every draw for later days made afresh: ``planner.own_future``); null beats the oracle when its mean
   final net worth over the futures is higher (and significantly so: by more than 2 standard errors of the paired
   difference);
 - **random below doing nothing**, on the task's random numbers; the panel's **spread** (median);
@@ -50,7 +50,7 @@ from rbjax.env import make_env
 from rbjax.files import snapshots
 from rbjax.files.slices_folder import open_slices_folder, read_manifest
 from rbjax.lm import panel, rewards
-from rbjax.policies.planner import own_world
+from rbjax.policies.planner import own_future
 from rbjax.runners import continuation
 
 SOURCES = ("oracle", "plan", "base_stock", "s_S", "random", "null")  # the runs whose snapshots are measured
@@ -102,9 +102,10 @@ def future_keys(count: int, seed: int) -> jax.Array:
     return jax.random.split(jax.random.key(seed), count)
 
 
-def rekeyed(state, keys: jax.Array):
-    """``state`` ([B] stores) with each store's supplier world re-keyed from its future's key ``keys`` ([B])."""
-    return jax.vmap(own_world)(state, keys)
+def rekeyed(state, keys: jax.Array, env_params):
+    """``state`` ([B] stores) with each store's draws for later days made afresh from its future's key ``keys``
+    ([B]): ``planner.own_future``."""
+    return jax.vmap(own_future, in_axes=(0, None, 0))(state, env_params, keys)
 
 
 def oracle_from(env, snap, state, keys, day: int, days: int) -> np.ndarray:
@@ -155,7 +156,7 @@ def null_beats_fresh(env, snap, rows, days: int) -> pd.DataFrame:
     final, _ = played(env, snap, tile(state, 2), tile(keys, 2), np.repeat([REF, NULL], n), snap.day, days)
     fkeys = future_keys(FUTURES * n, SEED + snap.day + 1000 * days)  # future-major: f * n + s
     half = lambda k: jax.tree.map(lambda x: x[k * n : (k + 1) * n], final)  # noqa: E731
-    ref_side, null_side = (rekeyed(tile(half(k), FUTURES), fkeys) for k in (0, 1))
+    ref_side, null_side = (rekeyed(tile(half(k), FUTURES), fkeys, snap.env_params(env)) for k in (0, 1))
     both = jax.tree.map(lambda a, b: jnp.concatenate([a, b]), ref_side, null_side)
     nw = oracle_from(env, snap, both, tile(fkeys, 2), snap.day + days, TAIL)[:, -1]
     ref, null = nw.reshape(2, FUTURES, n)
@@ -221,7 +222,7 @@ def credit_agreement(env, snap, rows, days: int, rng: np.random.Generator) -> pd
     for d in range(days):
         credit = (value[d + 1] - value[d]) / scale
         fkeys = future_keys(FUTURES * n, SEED + 1000 * d + snap.day)
-        fstate = rekeyed(tile(mornings[d], FUTURES), fkeys)
+        fstate = rekeyed(tile(mornings[d], FUTURES), fkeys, snap.env_params(env))
         after = played(env, snap, fstate, fkeys, np.tile(plan[d], FUTURES), snap.day + d, 1)[0]
         mine = oracle_from(env, snap, after, fkeys, snap.day + d + 1, window)[:, window - d - 2]
         base = oracle_from(env, snap, fstate, fkeys, snap.day + d, window)[:, window - d - 1]

@@ -59,7 +59,7 @@ def test_stores_with_their_own_params_keep_the_reference_worlds(env, params):
 
 def test_the_price_cuts_give_the_cdfs_tier_for_every_float32_near_them():
     """``tier_code`` finds the price tier by comparing z with ``price_cuts`` instead of evaluating the normal CDF
-    (``suppliers.copula_price_tier``, which ``suppliers._draw_tier_pairs`` calls): the two agree on every float32
+    (``suppliers.copula_price_tier``, which ``suppliers.draw_tier_pairs`` calls): the two agree on every float32
     within 2^16 steps of each cut and on a million normal draws, so the drawn tiers are the same bits."""
     cuts = np.asarray(supplier_world.price_cuts(), np.float32)
     near = cuts.view(np.int32)[:, None] + np.arange(-(2**16), 2**16, dtype=np.int32)

@@ -14,12 +14,12 @@ import pandas as pd
 import pytest
 from helpers import rbjax_commands
 
-from rbjax.kernels.rng import day_keys
+from rbjax.model import future_draws
 from rbjax.policies import OracleParams, PlanSettings, make, oracle
 from rbjax.policies import planner as planner_module
 from rbjax.policies.planner import Planner, candidate_actions, default_params, future_keys
+from rbjax.policies.registry import POLICIES
 from rbjax.runners.rollout import rollout, scan_days
-from rbjax.state import Action
 
 DAYS, SEED = 4, 2
 SETTINGS = PlanSettings(futures=2, horizon=3, every=2)
@@ -63,40 +63,112 @@ def test_candidates_start_with_the_base_and_move_only_what_they_say(morning):
         default_params(OracleParams.default(), price=[2.0])
 
 
-@pytest.mark.slow
-def test_the_planner_never_sees_the_episodes_future(env, params, planned, morning, monkeypatch):
-    """The world's key holds the episode's future quotes and news; the planner's simulated futures must not
-    depend on it (only on its policy key), and a planner that kept it would (so this test can fail)."""
-    planner, plan_params = planned
-    obs, state, base = morning
-    other = state.replace(world=state.world.replace(key=state.world.key ^ np.uint32(0x5A5A5A5A)))
+@pytest.mark.parametrize("base_name", ["oracle", "base_stock"])
+def test_candidate_zero_is_the_base_action_counts_included(env, params, morning, base_name):
+    """Candidate 0 steps exactly as the base action does, records and action counts included, for a base that
+    sets ``set_price`` (the oracle) and one that leaves it unset (base_stock: price calls only where a price
+    changes, none on a morning it keeps every price)."""
+    obs, state, _ = morning
+    spec = POLICIES[base_name]
+    privileged = env.privileged(state, params)
+    base = spec.fn(spec.default_params(), obs, privileged, jax.random.key(1))
+    zero = jax.tree.map(lambda x: x[0], candidate_actions(default_params(spec.default_params()), base, obs))
     step = jax.jit(env.step)
-    k = jax.random.key(11)
-    tomorrow = [step(k, s, Action.noop(s), params)[1].suppliers.quote_price for s in (state, other)]
-    assert not np.array_equal(*tomorrow)  # the two worlds' real futures differ from tomorrow on
+    (*_, info), (*_, info0) = (step(jax.random.key(2), state, a, params) for a in (base, zero))
+    for name, a, b in zip(info.__dataclass_fields__, jax.tree.leaves(info), jax.tree.leaves(info0)):
+        np.testing.assert_array_equal(a, b, err_msg=f"DayInfo.{name}")
+    assert int(np.asarray(info.ordered).sum()) > 0  # the base orders today: the day is not empty
 
+
+def altered(state, field: str):
+    """``state`` with another value of ``field`` (a ``future_draws.FUTURE_DRAWS`` name), one the store could
+    have drawn: a different future, the same morning."""
+    w, n = state.world, state.news
+    business = np.asarray(n.mode) != 0
+    assert business.any()  # the morning has a business item whose days left can change
+    change = {
+        "world.key": lambda: w.replace(key=w.key ^ np.uint32(0x5A5A5A5A)),
+        "world.cycle_len": lambda: w.replace(cycle_len=(300 - w.cycle_len).astype(w.cycle_len.dtype)),
+        "world.first_cycle": lambda: w.replace(first_cycle=(w.first_cycle - 1).astype(w.first_cycle.dtype)),
+        "world.cycle_quality": lambda: w.replace(cycle_quality=(6 - w.cycle_quality).astype(np.int8)),
+        "world.cycle_price": lambda: w.replace(cycle_price=(4 - w.cycle_price).astype(np.int8)),
+        "news.remain": lambda: n.replace(remain=jnp.where(business, (n.remain + 3) % 6, n.remain)),
+    }[field]()
+    return state.replace(**{field.split(".")[0]: change})
+
+
+def redraw_but(keep: jax.Array):
+    """``future_draws.redraw`` with the redraws of the fields where ``keep`` ([F] bool, traced) is True
+    removed: those fields stay as they are (a planner that reads them)."""
+
+    def own_future(state, env_params, key):
+        cal = env_params.open_day + state.day
+        for i, (field, fn) in enumerate(future_draws.FUTURE_DRAWS.items()):
+            part, name = field.split(".")
+            before = getattr(getattr(state, part), name)
+            after = fn(state, env_params, key, cal)
+            value = jnp.where(keep[i], before, getattr(getattr(after, part), name))
+            state = after.replace(**{part: getattr(after, part).replace(**{name: value})})
+        return state
+
+    return own_future
+
+
+@pytest.fixture(scope="module")
+def leak_check(env, params, morning):
+    """(values(states, keep=None) -> [S, C, M] planner values of each state on the same futures, with the
+    redraws where ``keep`` ([S, F] bool) is True removed; the states: the morning, then the morning with each
+    future draw changed in turn). Two weeks ahead (the default horizon), so tier changes and news endings
+    fall inside the futures."""
+    obs, state, base = morning
+    planner = Planner(env, oracle, futures=2, horizon=14)
+    plan_params = default_params(OracleParams.default())
     candidates = candidate_actions(plan_params, base, obs)
     keys = future_keys(jax.random.key(5), 2)
+    states = [state] + [altered(state, f) for f in future_draws.FUTURE_DRAWS]
 
-    def values():
-        fn = jax.jit(planner.values)  # traced afresh: sees the monkeypatch below
-        return [
-            np.asarray(fn(plan_params, candidates, env.privileged(s, params), keys)) for s in (state, other)
-        ]
+    def values(states, keep=None):
+        stacked = jax.tree.map(lambda *x: jnp.stack(x), *states)
 
-    honest = values()
-    assert honest[0].shape == (9, 2) and len(np.unique(honest[0][:, 0])) > 1  # the candidates differ
-    np.testing.assert_array_equal(*honest)
-    monkeypatch.setattr(planner_module, "own_world", lambda state, key: state)  # a planner that keeps the key
-    leaky = values()
-    assert not np.array_equal(*leaky)
+        def one(s, kept):
+            if kept is not None:  # the planner's own_future replaced while this is traced
+                with pytest.MonkeyPatch.context() as m:
+                    m.setattr(planner_module, "own_future", redraw_but(kept))
+                    return planner.values(plan_params, candidates, env.privileged(s, params), keys)
+            return planner.values(plan_params, candidates, env.privileged(s, params), keys)
 
-    # the planner's futures are drawn from its policy key, never the store's own step keys
-    run_key = jax.random.key(9)
-    k_pol, _ = day_keys(run_key, 3)
-    futures = np.asarray(jax.random.key_data(future_keys(k_pol, 2)))
-    real = np.asarray([jax.random.key_data(day_keys(run_key, d)[1]) for d in range(3, 3 + 3)])
-    assert not (futures[:, None, :] == real[None, :, :]).all(-1).any()
+        return np.asarray(jax.jit(jax.vmap(one))(stacked, None if keep is None else jnp.asarray(keep)))
+
+    return values, states
+
+
+@pytest.mark.slow
+def test_the_planner_reads_no_draw_the_store_made_for_later_days(env, params, leak_check):
+    """Each field of ``future_draws.FUTURE_DRAWS`` changed alone leaves the observation and the oracle's view
+    as they were, the future's redrawn morning, and the planner's values; with that field's redraw removed,
+    the values move (so each redraw is needed, and the test can fail)."""
+    values, states = leak_check
+    fields = list(future_draws.FUTURE_DRAWS)
+    view = lambda s: (env.observe(s, params), env.privileged(s, params).replace(state=None, params=None))  # noqa: E731
+    key = jax.random.key(4)
+    redrawn = jax.jit(future_draws.redraw)
+    for field, changed in zip(fields, states[1:]):
+        same = [np.array_equal(a, b) for a, b in zip(jax.tree.leaves(states[0]), jax.tree.leaves(changed))]
+        assert not all(same), f"{field} was not changed"
+        for a, b in zip(jax.tree.leaves(view(states[0])), jax.tree.leaves(view(changed))):
+            np.testing.assert_array_equal(a, b, err_msg=f"{field} changed what an agent or the oracle sees")
+        for a, b in zip(*(jax.tree.leaves(redrawn(s, params, key)) for s in (states[0], changed))):
+            np.testing.assert_array_equal(a, b, err_msg=f"the future's morning depends on {field}")
+    honest = values(states)
+    assert honest.shape == (7, 9, 2) and len(np.unique(honest[0, :, 0])) > 1  # the candidates differ
+    for i, field in enumerate(fields, 1):
+        np.testing.assert_array_equal(honest[0], honest[i], err_msg=f"the planner read {field}")
+    # each field's redraw removed in turn: the morning and the morning with that field changed, one batch
+    keep = np.repeat(np.eye(len(fields), dtype=bool), 2, axis=0)  # [2F, F]
+    pairs = [s for i in range(len(fields)) for s in (states[0], states[1 + i])]
+    leaky = values(pairs, keep).reshape(len(fields), 2, 9, 2)
+    for i, field in enumerate(fields):
+        assert not np.array_equal(leaky[i, 0], leaky[i, 1]), f"removing the redraw of {field} went unseen"
 
 
 def test_the_planner_refuses_what_it_cannot_plan_with(env, params, planned, morning):

@@ -86,7 +86,7 @@ def _randint_at(seed, counter, lo, hi):
 
 def tier_code(seed, row, product, supplier, rho_lo, rho_hi, J: int, K: int):
     """The tier code (``PRICE_TIERS`` x quality + price) an attempt draws for ``row`` of its cycle table at
-    (product, supplier): ``suppliers._draw_tier_pairs``'s draw at that element, elementwise over lanes.
+    (product, supplier): ``suppliers.draw_tier_pairs``'s draw at that element, elementwise over lanes.
 
     seed: [2, ...] the attempt's tier seed; the rest broadcast together.
     """

@@ -98,7 +98,7 @@ def draw_world(
     equal = lo == hi
     hi = jnp.where(equal & (hi < t_hi), hi + 1, hi)
     lo = jnp.where(equal & (lo == t_hi), lo - 1, lo)  # lo == hi == t_hi: widen downwards
-    quality, price = materialize(*_draw_tier_pairs(k_tiers, params, (cycles, J, K)))  # not redone per reader
+    quality, price = materialize(*draw_tier_pairs(k_tiers, params, (cycles, J, K)))  # not redone per reader
     start = params.open_day - config.history_days if first_day is None else first_day
     first = cycle_index(cycle, params.cost_series_start, start)
     # small integer types: the world is a quarter of a store's state otherwise
@@ -247,7 +247,7 @@ def to_window(world: World, params: EnvParams, config: EnvConfig, first_day) -> 
     )
 
 
-def _draw_tier_pairs(key: jax.Array, params: EnvParams, shape):
+def draw_tier_pairs(key: jax.Array, params: EnvParams, shape):
     """Gaussian-copula tier pairs: quality = floor(7 u1), price = floor(5 Phi(z2)), corr(z1, z2) = rho ~ U(band)."""
     u = rng.uniform(key, shape + (3,))
     lo, hi = params.copula_rho[:, 0:1], params.copula_rho[:, 1:2]  # [J, 1]: broadcast over suppliers

@@ -11,12 +11,14 @@ Privileged, and said so: it reads the store's true state and parameters through 
 bound for agents, not an agent.
 
 No leaked randomness: the futures are drawn from the policy key the runner hands every policy (never the
-store's run key, which the planner cannot reach), and every future re-keys the store's supplier world, whose
-key holds the episode's future quotes, tier redraws and news: the planner sees today's quotes and news, as the
-oracle does, but not tomorrow's.
+store's run key, which the planner cannot reach), and every future redraws what the store has already drawn
+for later days (``rbjax.model.future_draws``: the world's key, so the quotes, tier rule and news of every later
+day; the tier pairs and lengths of the cycles to come; the news items' days left). The planner reads today's
+state, quotes and news, as the oracle does, and the store's true parameters; ``future_draws.KEPT`` lists what
+it reads as it is, and why.
 
 The candidates (``candidate_actions``), for the products the base action shelves:
-  - the base action (always candidate 0);
+  - the base action (always candidate 0, exactly: the same calls, so the same action counts);
   - ``price_moves``: every shelved product's price times m (rounded to cents): these explore prices the
     history has never seen, which the paper's oracle never does;
   - ``order_moves``: the base orders times o (o = 0: order nothing today);
@@ -38,6 +40,7 @@ import jax.numpy as jnp
 from flax import struct
 
 from rbjax.kernels.rng import day_keys
+from rbjax.model import future_draws
 from rbjax.policies.oracle import OracleParams, oracle
 from rbjax.policies.params_check import require
 from rbjax.state import Action, Observation, Privileged
@@ -96,12 +99,13 @@ def candidate_actions(params: PlannerParams, base: Action, obs: Observation) -> 
     """The C candidate actions, leaves [C, ...]; candidate 0 is ``base``.
 
     base: the base policy's action (price, shelf [J], order [J, K]); obs: this morning's Observation.
-    Price moves act on the products ``base`` shelves and mark them ``set_price``; order moves scale every
-    order (floored to whole units); the cheapest-supplier candidate (``params.cheapest``) moves each product's
-    units to its cheapest quote.
+    Candidate 0 makes the base action's calls exactly (a base that leaves ``set_price`` unset calls a price
+    where it differs from today's, as the step reads it). Price moves act on the products ``base`` shelves and
+    add them to ``set_price``; order moves scale every order (floored to whole units); the cheapest-supplier
+    candidate (``params.cheapest``) moves each product's units to its cheapest quote.
     """
     f = obs.prices.dtype
-    set_price = base.shelf if base.set_price is None else base.set_price
+    set_price = (base.price.astype(f) != obs.prices) if base.set_price is None else base.set_price
     rank = base.order_rank
 
     def like(price=base.price, set_p=set_price, order=base.order):
@@ -209,9 +213,9 @@ class Planner:
 
     def future(self, base_params, state, env_params, action: Action, key) -> jax.Array:
         """[] net worth after today's ``action`` and ``horizon - 1`` base days in the future of ``key``, in a
-        world re-keyed from ``key`` (its own quotes, tier redraws and news from tomorrow on)."""
+        state whose draws for later days are the future's own (``own_future``)."""
         env = self.env
-        state = own_world(state, key)
+        state = own_future(state, env_params, key)
         _, k_env = day_keys(key, 0)
         obs, state, *_ = env.step(k_env, state, action, env_params)
 
@@ -231,12 +235,11 @@ def _survivors(candidates: int) -> int:
     return (candidates + 1) // 2
 
 
-def own_world(state, key):
-    """``state`` with its supplier world re-keyed from the future's ``key``: the world's structure (tier cycles,
-    transport ranges) stays, its stream of daily quotes, tier redraws and news from tomorrow on is the future's
-    own, not the episode's."""
-    world_key = jax.random.key_data(jax.random.fold_in(key, _WORLD)).astype(state.world.key.dtype)
-    return state.replace(world=state.world.replace(key=world_key.reshape(state.world.key.shape)))
+def own_future(state, env_params, key):
+    """``state`` with every draw the store made for later days redrawn from the future's ``key``
+    (``future_draws.redraw``: quotes, tier rule and news of every later day, the cycles to come, the news
+    items' days left); today's state stays."""
+    return future_draws.redraw(state, env_params, jax.random.fold_in(key, _WORLD))
 
 
 def future_keys(key, futures: int) -> jax.Array:
