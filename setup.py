@@ -1,4 +1,5 @@
-"""Packaging hook: a built wheel (and ``pip install .``) carries the shipped catalogue and PPO checkpoint.
+"""Packaging hook: a built wheel (and ``pip install .``) carries the shipped catalogue and checkpoints
+(PPO, the planner's students).
 
 ``data/hard_v2`` and ``checkpoints/ppo_hard_v2`` stay the sources in the repository; the build copies them into
 ``rbjax/shipped/`` of the built package, where ``rbjax.shipped`` finds them. An editable install reads the
@@ -12,7 +13,13 @@ from setuptools import setup
 from setuptools.command.build_py import build_py
 
 ROOT = Path(__file__).parent
-SHIPPED = {"hard_v2": ROOT / "data" / "hard_v2", "ppo_hard_v2": ROOT / "checkpoints" / "ppo_hard_v2"}
+SHIPPED = {
+    "hard_v2": ROOT / "data" / "hard_v2",
+    **{
+        name: ROOT / "checkpoints" / name
+        for name in ("ppo_hard_v2", "distilled_hard_v2", "distilled_obs_hard_v2")
+    },
+}
 
 
 class BuildWithShippedData(build_py):

@@ -14,7 +14,7 @@ from rbjax.perf import devices
 from rbjax.results import metrics
 from rbjax.runners.rollout import rollout, rollout_chunks
 from rbjax.runners.sweep import SweepResult, grid, sweep
-from rbjax.shipped import PPO_CHECKPOINT
+from rbjax.shipped import PPO_CHECKPOINT, STUDENT_CHECKPOINTS
 from rbjax.state import Action, EnvState, Observation
 
 __all__ = [
@@ -49,7 +49,18 @@ def _load_ppo(env, checkpoint, greedy):
     return load_policy(env, checkpoint, greedy)
 
 
+def _load_student(name: str):
+    def load(env, checkpoint, greedy):
+        from rbjax.rl.distill.recipe import load_policy  # the RL layer loads on first use
+
+        return load_policy(env, checkpoint, greedy, expect=name)
+
+    return load
+
+
 policies.registry.register_learned("ppo", _load_ppo)  # policies sit below rl: the root wires rl's loader in
+for _name, _folder in STUDENT_CHECKPOINTS.items():
+    policies.registry.register_learned(_name, _load_student(_name), shipped=str(_folder))
 
 
 def setup(devices: int | None = None, cache: str | None = "default") -> None:

@@ -38,6 +38,7 @@ class _Parser(argparse.ArgumentParser):
 
 def _add_run_commands(sub) -> None:
     from rbjax.policies import NAMES
+    from rbjax.policies.registry import needs_checkpoint
 
     for name, policy, doc in (
         ("oracle", "oracle", "run the paper's oracle and compare with the paper's row"),
@@ -97,7 +98,7 @@ def _add_run_commands(sub) -> None:
         )
         slices.add_argument(
             "--reference",
-            choices=[n for n in NAMES if n != "ppo"],
+            choices=[n for n in NAMES if not needs_checkpoint(n)],
             default="oracle",
             help="--from-states: the policy each slice is compared with",
         )
@@ -142,29 +143,76 @@ def _add_sweep(sub) -> None:
 
 
 def _add_train(sub) -> None:
+    from rbjax.rl.distill.recipe import DistillConfig
     from rbjax.rl.ppo import PPOConfig
 
-    d = PPOConfig()
-    doc = "train a learned baseline (PPO, one jit): checkpoint and learning curve"
+    d, dd = PPOConfig(), DistillConfig()
+    doc = (
+        "train a learned policy: PPO (one jit), or a student of the lookahead planner (distill: rounds of "
+        "approximate policy iteration); a checkpoint and its curve"
+    )
     p = command(sub, "train", help=doc, description=doc)
-    p.add_argument("algorithm", choices=["ppo"], help="the learning algorithm")
-    p.add_argument("--stores", type=int, default=d.num_envs, help="stores trained in parallel")
-    p.add_argument("--steps", type=int, default=d.total_steps, help="store-days of experience in total")
-    p.add_argument("--rollout-days", type=int, default=d.num_steps, help="days per store between updates")
-    p.add_argument("--epochs", type=int, default=d.epochs, help="passes over each rollout per update")
-    p.add_argument("--minibatches", type=int, default=d.minibatches, help="minibatches per epoch")
-    p.add_argument("--lr", type=float, default=d.lr, help="Adam learning rate (annealed to 0)")
-    p.add_argument("--hidden", type=int, default=d.hidden, help="width of the network's hidden layers")
-    p.add_argument("--ent-coef", type=float, default=d.ent_coef, help="entropy bonus coefficient")
+    p.add_argument("algorithm", choices=["ppo", "distill"], help="the learning algorithm")
+    p.add_argument(
+        "--stores",
+        type=int,
+        default=None,
+        help=f"stores trained in parallel (ppo: {d.num_envs}; distill: stores played a round, "
+        f"{dd.labels.stores})",
+    )
+    p.add_argument("--steps", type=int, default=d.total_steps, help="ppo: store-days of experience in total")
+    p.add_argument(
+        "--rollout-days", type=int, default=d.num_steps, help="ppo: days per store between updates"
+    )
+    p.add_argument(
+        "--epochs",
+        type=int,
+        default=None,
+        help=f"passes over each rollout per update (ppo: {d.epochs}) or over a round's labels (distill: "
+        f"{dd.epochs})",
+    )
+    p.add_argument("--minibatches", type=int, default=d.minibatches, help="ppo: minibatches per epoch")
+    p.add_argument(
+        "--lr", type=float, default=None, help=f"Adam learning rate (ppo: {d.lr}, annealed; distill: {dd.lr})"
+    )
+    p.add_argument(
+        "--hidden",
+        type=int,
+        default=None,
+        help=f"width of the network's hidden layers (ppo: {d.hidden}; distill: {dd.student.hidden})",
+    )
+    p.add_argument("--ent-coef", type=float, default=d.ent_coef, help="ppo: entropy bonus coefficient")
     p.add_argument(
         "--supplier-prior",
         type=float,
         default=d.supplier_prior,
-        help="weight of the observable supplier score in the supplier logits (0: none)",
+        help="ppo: weight of the observable supplier score in the supplier logits (0: none)",
     )
-    p.add_argument("--progress", type=int, default=10, help="progress line every N updates (0: none)")
-    p.add_argument("--init", default=None, metavar="RUN_DIR", help="continue from a checkpoint's weights")
-    p.add_argument("--out", default="runs/ppo", help="run folder: checkpoint, curve.csv, curve.png")
+    p.add_argument(
+        "--student",
+        choices=["privileged", "observed"],
+        default="privileged",
+        help="distill: what the student reads: the oracle's view (policy distilled) or the agent's observation "
+        "only (policy distilled_obs)",
+    )
+    p.add_argument("--rounds", type=int, default=dd.rounds, help="distill: rounds of play, label, fit")
+    p.add_argument(
+        "--label-days",
+        type=int,
+        default=dd.labels.label_days,
+        help="distill: mornings labeled per store a round",
+    )
+    p.add_argument(
+        "--explore",
+        type=float,
+        default=dd.labels.explore,
+        help="distill: share of store-days a random candidate is played between the labeled mornings",
+    )
+    p.add_argument("--progress", type=int, default=10, help="ppo: progress line every N updates (0: none)")
+    p.add_argument(
+        "--init", default=None, metavar="RUN_DIR", help="ppo: continue from a checkpoint's weights"
+    )
+    p.add_argument("--out", default=None, help="run folder: checkpoint and curve (default runs/ALGORITHM)")
     add_env_flags(p)
     p.set_defaults(func=train.main)
 

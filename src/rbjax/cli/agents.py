@@ -133,6 +133,7 @@ def _policy_flags(r) -> None:
 
 def _slice_flags(r) -> None:
     from rbjax.policies import NAMES
+    from rbjax.policies.registry import needs_checkpoint
 
     sl = r.add_argument_group("task slices (an agent takes over stores mid-episode)")
     sl.add_argument(
@@ -159,7 +160,7 @@ def _slice_flags(r) -> None:
     )
     sl.add_argument(
         "--reference",
-        choices=[n for n in NAMES if n != "ppo"],
+        choices=[n for n in NAMES if not needs_checkpoint(n)],
         default=None,
         help="--from-states: the policy the agent's decisions and results are compared with (default: oracle)",
     )

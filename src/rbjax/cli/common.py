@@ -165,7 +165,7 @@ def make_policy(args, env):
     """(policy function, params) for --policy (and --checkpoint, --greedy for ppo; --plan-* for plan)."""
     from rbjax import policies
 
-    if args.policy in policies.registry.LEARNED and not getattr(args, "checkpoint", None):
+    if policies.registry.needs_checkpoint(args.policy) and not getattr(args, "checkpoint", None):
         raise fail(
             f"--policy {args.policy} needs --checkpoint DIR: a folder written by `rbjax train "
             f"{args.policy}` (the shipped one: python -c 'import rbjax; print(rbjax.PPO_CHECKPOINT)')"

@@ -1,26 +1,32 @@
-"""``rbjax train ppo``: PPO in one jit; a checkpoint and a learning curve."""
+"""``rbjax train ppo``: PPO in one jit; ``rbjax train distill``: a student of the lookahead planner, in rounds of
+approximate policy iteration. Each writes a checkpoint and its curve."""
 
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 from rbjax.cli.common import fail, make_env, said
 
 
 def main(args) -> None:
+    if args.algorithm == "distill":
+        return distill_main(args)
     from rbjax.rl.ppo import PPOConfig
     from rbjax.rl.train import load, train_ppo
 
     env, params = make_env(args)
+    d = PPOConfig()
+    args.out = args.out or "runs/ppo"
     try:
         config = PPOConfig(
-            num_envs=args.stores,
+            num_envs=args.stores or d.num_envs,
             num_steps=args.rollout_days,
             total_steps=args.steps,
-            epochs=args.epochs,
+            epochs=args.epochs or d.epochs,
             minibatches=args.minibatches,
-            lr=args.lr,
-            hidden=args.hidden,
+            lr=args.lr or d.lr,
+            hidden=args.hidden or d.hidden,
             ent_coef=args.ent_coef,
             supplier_prior=args.supplier_prior,
         )
@@ -53,3 +59,53 @@ def main(args) -> None:
         f"({result.store_days_per_s:,.0f} store-days/s, compile {result.compile_s:.0f} s); {episodes}"
     )
     print(f"wrote {args.out}/config.json, policy.msgpack, curve.csv, curve.png")
+
+
+def distill_main(args) -> None:
+    import dataclasses
+
+    from rbjax.rl.distill.recipe import REGISTERED, DistillConfig, distill, save
+    from rbjax.rl.distill.student import StudentConfig
+
+    if args.init:
+        raise fail("train: --init is for ppo (a distill round starts from the last round's weights)")
+    d = DistillConfig()
+    try:
+        labels = dataclasses.replace(
+            d.labels,
+            stores=args.stores or d.labels.stores,
+            label_days=args.label_days,
+            days=args.days,
+            explore=args.explore,
+        )
+        config = DistillConfig(
+            student=StudentConfig(
+                privileged=args.student == "privileged", hidden=args.hidden or d.student.hidden
+            ),
+            rounds=args.rounds,
+            labels=labels,
+            epochs=args.epochs or d.epochs,
+            lr=args.lr or d.lr,
+        )
+    except ValueError as e:
+        raise fail(f"train: {said(e)}") from None
+    out = Path(args.out or f"runs/distill_{args.student}")
+    try:  # before any work: a run of minutes must not end on an unwritable folder
+        out.mkdir(parents=True, exist_ok=True)
+        (out / ".rbjax-write-test").touch()
+        (out / ".rbjax-write-test").unlink()
+    except OSError as e:
+        raise fail(f"train: --out {out}: not a writable folder ({e.strerror or e})") from None
+    env, params = make_env(args)
+    student, curve, _ = distill(env, params, config, seed=args.seed)
+    save(out, student, config, curve, env)
+    last = curve.iloc[-1]
+    print(
+        f"distill: {config.rounds} rounds, {int(curve.labels.sum()):,} labels, "
+        f"{int(curve.simulated_store_days.sum()):,} simulated store-days in {curve.round_s.sum():.0f} s; last "
+        f"round: agreement with the planner {last.agreement:.0%}, gain kept {last.gain_kept:.0%}"
+    )
+    print(
+        f"wrote {out}/config.json, student.msgpack, curve.csv (rbjax run --policy "
+        f"{REGISTERED[config.student.privileged]} --checkpoint {out})"
+    )

@@ -4,7 +4,8 @@ A policy is a pure ``policy(policy_params, obs, privileged, key) -> Action``; ``
 with its default params. ``ppo`` is the learned baseline: its params come from a checkpoint folder, read by
 the loader ``rbjax.rl`` provides (``register_learned``: the RL layer sits above this one). ``plan`` is the
 lookahead planner (``rbjax.policies.planner``): it simulates the store, so it is built for an env, with its
-settings (``PlanSettings``).
+settings (``PlanSettings``). ``distilled`` and ``distilled_obs`` are its students (``rbjax.rl.distill``),
+loaded like ``ppo``, from the shipped checkpoints by default.
 """
 
 from __future__ import annotations
@@ -45,9 +46,16 @@ POLICIES: dict[str, PolicySpec] = {
     "random": PolicySpec(random_policy, RandomParams.default, "random orders and small price moves"),
     "null": PolicySpec(null_policy, lambda: None, "does nothing"),
 }
-LEARNED = ("ppo",)  # policies whose params come from a checkpoint folder, loaded by a layer above this one
+# policies whose params come from a checkpoint folder, loaded by a layer above this one: PPO, and the planner's
+# students (``rbjax.rl.distill``: ``distilled`` reads what the oracle reads, ``distilled_obs`` the observation only)
+LEARNED = ("ppo", "distilled", "distilled_obs")
 PLANNING = ("plan",)  # policies that simulate the store they run: built for an env (``make(name, env)``)
 NAMES = tuple(POLICIES) + PLANNING + LEARNED
+
+
+def needs_checkpoint(name: str) -> bool:
+    """Whether ``make(name)`` needs a checkpoint given (a learned policy with no shipped default)."""
+    return name in LEARNED and name not in _SHIPPED
 
 
 @dataclasses.dataclass(frozen=True)
@@ -71,13 +79,19 @@ class PlanSettings:
 # name -> loader(env, checkpoint, greedy) -> (policy function, its params): filled from above (the package's root
 # registers ``rbjax.rl``'s ppo loader), so this layer never imports the layers that depend on it
 _LOADERS: dict[str, Callable[..., tuple[Callable, Any]]] = {}
+_SHIPPED: dict[str, str] = {}  # name -> the checkpoint ``make`` loads when none is given
 
 
-def register_learned(name: str, loader: Callable[..., tuple[Callable, Any]]) -> None:
+def register_learned(
+    name: str, loader: Callable[..., tuple[Callable, Any]], shipped: str | None = None
+) -> None:
     """Load the learned policy ``name`` (one of ``LEARNED``) with ``loader(env, checkpoint, greedy)`` ->
-    (policy function, its params); ``make`` checks the checkpoint and env are given and calls it."""
+    (policy function, its params); ``make`` checks the env is given and calls it, with ``shipped`` (a
+    checkpoint folder) where no checkpoint is given, or refuses without one."""
     if name not in LEARNED:
         raise ValueError(f"register_learned: {name!r} is not a learned policy name ({', '.join(LEARNED)})")
+    if shipped is not None:
+        _SHIPPED[name] = str(shipped)
     _LOADERS[name] = loader
 
 
@@ -91,8 +105,10 @@ def make(
     """(policy function, its params) for a registered ``name``.
 
     ``ppo`` needs ``env`` and a ``checkpoint`` folder (written by ``rbjax train ppo``); ``greedy`` takes
-    its most likely action instead of a sample. ``plan`` needs ``env`` (the store it simulates) and takes its
-    settings from ``plan`` (default ``PlanSettings()``). Raises ValueError naming what is missing or wrong.
+    its most likely action instead of a sample. ``distilled`` and ``distilled_obs`` need ``env`` and take the
+    shipped student where no ``checkpoint`` (written by ``rbjax train distill``) is given. ``plan`` needs
+    ``env`` (the store it simulates) and takes its settings from ``plan`` (default ``PlanSettings()``).
+    Raises ValueError naming what is missing or wrong.
     """
     if plan is not None and name not in PLANNING:
         raise ValueError(f"planner settings are for the policy 'plan', not {name!r}")
@@ -110,6 +126,7 @@ def make(
         return make_planner(env, POLICIES[base].fn, POLICIES[base].default_params(), **settings)
     if name not in LEARNED:
         raise ValueError(f"unknown policy {name!r}; known: {', '.join(NAMES)}")
+    checkpoint = checkpoint or _SHIPPED.get(name)
     if not checkpoint:
         raise ValueError(f"policy {name!r} needs a checkpoint folder (written by `rbjax train {name}`)")
     if env is None:

@@ -1,4 +1,5 @@
-"""Where the shipped catalogue and PPO checkpoint are: inside an installed wheel, or in the repository.
+"""Where the shipped catalogue and checkpoints (PPO, the planner's students) are: inside an installed wheel,
+or in the repository.
 
 A built wheel carries copies under this folder (``setup.py``); an editable install or a checkout reads the
 repository's ``data/hard_v2`` and ``checkpoints/ppo_hard_v2``.
@@ -21,3 +22,8 @@ def _first(*candidates: Path) -> Path:
 
 CATALOG = _first(_HERE / "hard_v2", _REPO / "data" / "hard_v2")
 PPO_CHECKPOINT = _first(_HERE / "ppo_hard_v2", _REPO / "checkpoints" / "ppo_hard_v2")
+# the planner's students (``rbjax train distill``): what ``--policy distilled`` and ``distilled_obs`` load
+STUDENT_CHECKPOINTS = {
+    name: _first(_HERE / folder, _REPO / "checkpoints" / folder)
+    for name, folder in (("distilled", "distilled_hard_v2"), ("distilled_obs", "distilled_obs_hard_v2"))
+}

@@ -1,0 +1,196 @@
+"""Distillation by approximate policy iteration: rounds of (play, label with the planner, fit the student).
+
+Round 0 plays and plans with the anchor (the oracle); round r plays the round r - 1 student and the planner
+plays it on in its futures (``labels.collect``), so each round's teacher is stronger than the last. Each round
+fits the network to the planner's choice (cross-entropy on the best candidate), warm-started from the last
+round's weights, on that round's labels (a tenth held out to report the fit). ``save`` writes a checkpoint
+folder (``config.json``, ``student.msgpack``, ``curve.csv``) that ``load_policy`` reads back for the registry
+(``rbjax.policies.make("distilled", env, checkpoint)``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+import pandas as pd
+from flax import serialization
+
+from rbjax.env import Env
+from rbjax.policies.oracle import OracleParams
+from rbjax.policies.planner import default_params as default_moves
+from rbjax.rl.distill.labels import Labels, LabelSettings, collect
+from rbjax.rl.distill.student import Student, StudentConfig, StudentParams
+
+FILES = ("config.json", "student.msgpack")
+
+
+@dataclasses.dataclass(frozen=True)
+class DistillConfig:
+    """The recipe's settings: the student, the rounds, each round's labels, and the fit."""
+
+    student: StudentConfig = StudentConfig()
+    rounds: int = 3
+    labels: LabelSettings = LabelSettings()
+    epochs: int = 30
+    batch: int = 256
+    lr: float = 1e-3
+
+    def __post_init__(self):
+        for name in ("rounds", "epochs", "batch"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ValueError(f"DistillConfig.{name} must be an int >= 1, got {value!r}")
+        if not self.lr > 0:
+            raise ValueError(f"DistillConfig.lr must be > 0, got {self.lr!r}")
+
+    def as_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> DistillConfig:
+        d = dict(d)
+        return cls(student=StudentConfig(**d.pop("student")), labels=LabelSettings(**d.pop("labels")), **d)
+
+
+def fit(student: Student, params: StudentParams, labels: Labels, config: DistillConfig, key) -> tuple:
+    """(params, stats): the network fitted to ``labels``' best candidates by Adam on the cross-entropy,
+    ``config.epochs`` passes over nine tenths of them; stats: the held-out tenth's agreement with the planner
+    and the share of the planner's gain (best - anchor value) the student's picks keep."""
+    n = len(labels)
+    order = np.random.default_rng(int(jax.random.randint(key, (), 0, 2**31 - 1))).permutation(n)
+    held, train = order[: max(1, n // 10)], order[max(1, n // 10) :]
+    data = dict(products=labels.products, store=labels.store, mask=labels.mask, best=labels.best)
+    net = student.net(params.moves.candidates)
+    tx = optax.adam(config.lr)
+    opt = tx.init(params.net)
+
+    def loss_fn(w, batch):
+        logits = net.apply(w, batch["products"], batch["store"], batch["mask"])
+        return optax.softmax_cross_entropy_with_integer_labels(logits, batch["best"]).mean()
+
+    @jax.jit
+    def update(w, opt, batch):
+        loss, grad = jax.value_and_grad(loss_fn)(w, batch)
+        upd, opt = tx.update(grad, opt, w)
+        return optax.apply_updates(w, upd), opt, loss
+
+    w, rng, losses = params.net, np.random.default_rng(0), []
+    for _ in range(config.epochs):
+        perm = rng.permutation(train)
+        for i in range(0, len(perm) - config.batch + 1, config.batch):
+            w, opt, loss = update(w, opt, {k: v[perm[i : i + config.batch]] for k, v in data.items()})
+            losses.append(float(loss))
+    pick = np.asarray(jnp.argmax(net.apply(w, *(data[k][held] for k in ("products", "store", "mask"))), -1))
+    v = labels.values[held]
+    gain = v.max(-1) - v[:, 0]
+    kept = (v[np.arange(len(held)), pick] - v[:, 0]).sum() / max(gain.sum(), 1e-9)
+    stats = dict(
+        train_loss=float(np.mean(losses[-10:])) if losses else float("nan"),
+        agreement=float((pick == labels.best[held]).mean()),
+        gain_kept=float(kept),
+        planner_departs=float((labels.best != 0).mean()),
+    )
+    return params.replace(net=w), stats
+
+
+def distill(
+    env: Env,
+    params,
+    config: DistillConfig = DistillConfig(),
+    seed: int = 0,
+    progress: Callable[[str], None] | None = print,
+) -> tuple[StudentParams, pd.DataFrame, list[StudentParams]]:
+    """(the last round's student params, the curve: one row a round, every round's params)."""
+    student = Student(config.student)
+    key = jax.random.key(seed)
+    moves = default_moves(OracleParams.default())
+    current = student.init(jax.random.fold_in(key, 0xA7), moves, env.config.num_products)
+    policy, policy_params = student.anchor, moves.base
+    rows, rounds = [], []
+    for r in range(config.rounds):
+        start = time.perf_counter()
+        k_round = jax.random.fold_in(key, r)
+        labels = collect(env, params, student, moves, policy, policy_params, config.labels, k_round)
+        current, stats = fit(student, current, labels, config, jax.random.fold_in(k_round, 1))
+        rounds.append(current)
+        rows.append(
+            dict(
+                round=r,
+                labels=len(labels),
+                label_s=labels.seconds,
+                round_s=time.perf_counter() - start,
+                simulated_store_days=labels.simulated_store_days,
+                **stats,
+            )
+        )
+        if progress:
+            s = rows[-1]
+            progress(
+                f"round {r}: {s['labels']:,} labels in {s['label_s']:.0f} s, the planner departs from the anchor "
+                f"on {s['planner_departs']:.0%}; held out: agreement {s['agreement']:.0%}, gain kept "
+                f"{s['gain_kept']:.0%} ({s['round_s']:.0f} s)"
+            )
+        policy, policy_params = student, current
+    return current, pd.DataFrame(rows), rounds
+
+
+def save(
+    out: str | Path, params: StudentParams, config: DistillConfig, curve: pd.DataFrame, env: Env
+) -> None:
+    """Write ``config.json`` (the recipe's config, the env's shapes), ``student.msgpack``, ``curve.csv``."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    meta = dict(distill=config.as_dict(), num_products=env.config.num_products)
+    (out / "config.json").write_text(json.dumps(meta, indent=2) + "\n")
+    (out / "student.msgpack").write_bytes(serialization.to_bytes(params))
+    curve.to_csv(out / "curve.csv", index=False)
+
+
+def load(path: str | Path, env: Env) -> tuple[StudentParams, DistillConfig]:
+    """Read a folder written by ``save``. A missing file or one that does not fit ``env``: ValueError naming it."""
+    path = Path(path)
+    missing = [f for f in FILES if not (path / f).is_file()]
+    if missing:
+        raise ValueError(f"{path} is not a distilled student's checkpoint: missing {', '.join(missing)}")
+    try:
+        meta = json.loads((path / "config.json").read_text())
+        config = DistillConfig.from_dict(meta["distill"])
+        trained = int(meta["num_products"])
+    except (json.JSONDecodeError, KeyError, TypeError, ValueError) as e:
+        raise ValueError(f"{path / 'config.json'}: not a distill config ({type(e).__name__}: {e})") from None
+    if trained != env.config.num_products:
+        raise ValueError(f"checkpoint {path} has num_products={trained}, the env {env.config.num_products}")
+    template = Student(config.student).init(jax.random.key(0), num_products=trained)
+    try:
+        params = serialization.from_bytes(template, (path / "student.msgpack").read_bytes())
+    except Exception as e:  # msgpack and from_state_dict raise several unrelated types
+        raise ValueError(
+            f"{path / 'student.msgpack'}: does not hold this student ({type(e).__name__})"
+        ) from None
+    for leaf, want in zip(jax.tree.leaves(params), jax.tree.leaves(template)):
+        if np.shape(leaf) != np.shape(want) or not np.isfinite(np.asarray(leaf, np.float64)).all():
+            raise ValueError(f"{path / 'student.msgpack'}: a weight of the wrong shape or not finite")
+    return params, config
+
+
+REGISTERED = {True: "distilled", False: "distilled_obs"}  # the registry's name of each kind of student
+
+
+def load_policy(env: Env, checkpoint: str | Path, greedy: bool = False, expect: str | None = None):
+    """(the student, its params) from a checkpoint folder, as ``rbjax.policies.make("distilled", ...)`` gives
+    them (a student is deterministic: ``greedy`` changes nothing); ``expect``: the registry's name asked for,
+    refused when the checkpoint holds the other kind of student."""
+    params, config = load(checkpoint, env)
+    name = REGISTERED[config.student.privileged]
+    if expect is not None and expect != name:
+        kind = config.student.kind
+        raise ValueError(f"checkpoint {checkpoint} holds a {kind} student: load it as the policy {name!r}")
+    return Student(config.student), params

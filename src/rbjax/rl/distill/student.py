@@ -1,0 +1,177 @@
+"""A student of the planner: one network call picks among the planner's candidates for today.
+
+The lookahead planner (``rbjax.policies.planner``) builds C candidate actions around an anchor policy's action
+(prices times m, orders times o) and plays the one whose simulated futures end best. A student makes the same
+choice from what it may read, in one forward pass: its anchor's action, the candidates built from it
+(``candidate_actions``), then the candidate its network scores highest. No simulation at decision time.
+
+Two students, by what they read (``StudentConfig.privileged``):
+  - **privileged**: the anchor is the paper's oracle, and the network also reads the oracle's hidden fields
+    (the quality of the supplier it orders from, today's news effects): compared with the oracle like for like;
+  - **observed**: reads only the ``Observation`` (as PPO and an LLM agent do); its anchor is the oracle's rule
+    with the supplier chosen by the observable evidence of quality (``rbjax.rl.actions.supplier_score``) and no
+    news effect (``observed_anchor``). ``tests/rl/test_distill.py`` checks that no hidden field reaches it.
+
+The network is a deep set over products (``StudentNet``): a per-product MLP, pooled (mean and max) over the
+products the anchor shelves, with the store's own features, to C scores. Shapes: J products, K suppliers,
+P per-product features, G store features, C candidates.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+from flax import struct
+
+from rbjax.policies.estimates import daily_demand, stock_position
+from rbjax.policies.oracle import OracleParams, oracle
+from rbjax.policies.planner import PlannerParams, candidate_actions
+from rbjax.policies.planner import default_params as default_moves
+from rbjax.rl.actions import supplier_score
+from rbjax.state import Action, Observation, Privileged
+
+OBSERVED_P, PRIVILEGED_P, STORE_G = 12, 3, 5  # per-product features (observed, added when privileged), store
+
+
+def observed_anchor(
+    params: OracleParams, obs: Observation, privileged: Privileged = None, key=None
+) -> Action:
+    """The oracle's rule on the agent's view: the supplier by ``supplier_score`` (ratings, return rates, the
+    quote's price), no news effect. Reads ``obs`` only (``privileged`` is ignored)."""
+    zero = jnp.zeros_like(obs.prices)
+    view = Privileged(quote_quality=supplier_score(obs), news_need=zero, news_supply=zero)
+    return oracle(params, obs, view, key)
+
+
+def product_features(obs: Observation, anchor: Action, privileged: Privileged | None) -> jax.Array:
+    """[J, P] what the network reads of each product: prices against cost and the anchor's price, demand and
+    stock cover, reviews, returns, news mentions, the anchor's orders; with ``privileged``, also the true
+    quality of the supplier the anchor orders from and today's news effects (P = 12, or 15)."""
+    f = obs.prices.dtype
+    cost = jnp.min(obs.quote_price, -1)
+    demand = jnp.maximum(daily_demand(obs, 0.0), 0.5)
+    safe_log = lambda x: jnp.log(jnp.clip(x, 1e-3, 1e3))  # noqa: E731
+    ordered = anchor.order.sum(-1)
+    cols = [
+        safe_log(obs.prices / cost),
+        safe_log(anchor.price / obs.prices),
+        jnp.log1p(demand),
+        jnp.log1p(stock_position(obs, pipeline=False) / demand) / 3.0,
+        jnp.log1p(obs.incoming.astype(f) / demand) / 3.0,
+        obs.rating_mean / 5.0,
+        jnp.log1p(obs.rating_count.astype(f)) / 5.0,
+        obs.return_rate,
+        obs.news_mentions.astype(f),
+        jnp.log1p(ordered) / 5.0,
+        (anchor.set_price if anchor.set_price is not None else anchor.price != obs.prices).astype(f),
+        obs.shelf.astype(f),
+    ]
+    if privileged is not None:
+        k = jnp.argmax(anchor.order, -1)
+        quality = jnp.take_along_axis(privileged.quote_quality, k[:, None], -1)[:, 0]
+        cols += [quality / 5.0, privileged.news_need, privileged.news_supply]
+    return jnp.stack([c.astype(f) for c in cols], -1)
+
+
+def store_features(obs: Observation, horizon: float = 180.0) -> jax.Array:
+    """[G] the store's day, funds, net worth and capacity in use (G = 5)."""
+    f = obs.prices.dtype
+    signed_log = lambda x: jnp.sign(x) * jnp.log1p(jnp.abs(x)) / 12.0  # noqa: E731
+    return jnp.stack(
+        [
+            obs.day.astype(f) / horizon,
+            signed_log(obs.funds),
+            signed_log(obs.net_worth),
+            obs.capacity_used,
+            (obs.funds < 0).astype(f),
+        ]
+    ).astype(f)
+
+
+class StudentNet(nn.Module):
+    """Deep set over products: per-product MLP, mean and max over the anchor's shelf, store features, C scores."""
+
+    candidates: int
+    hidden: int = 64
+
+    @nn.compact
+    def __call__(self, products: jax.Array, store: jax.Array, mask: jax.Array) -> jax.Array:
+        """products [..., J, P], store [..., G], mask [..., J] bool -> scores [..., C]."""
+        h = nn.relu(nn.Dense(self.hidden)(products))
+        h = nn.relu(nn.Dense(self.hidden)(h))
+        m = mask[..., None].astype(h.dtype)
+        count = jnp.maximum(m.sum(-2), 1.0)
+        mean = (h * m).sum(-2) / count
+        top = jnp.max(jnp.where(m > 0, h, -1e9), -2) * (count > 0)
+        x = jnp.concatenate([mean, top, store], -1)
+        x = nn.relu(nn.Dense(self.hidden)(x))
+        return nn.Dense(self.candidates)(x)
+
+
+@dataclasses.dataclass(frozen=True)
+class StudentConfig:
+    """What changes a student's program: ``privileged`` (what it reads), ``hidden`` (network width)."""
+
+    privileged: bool = True
+    hidden: int = 64
+
+    @property
+    def kind(self) -> str:
+        return "privileged" if self.privileged else "observed"
+
+
+@struct.dataclass
+class StudentParams:
+    """net: the network's weights; moves: the candidates' moves (``PlannerParams``, its base the anchor's
+    ``OracleParams``)."""
+
+    net: Any
+    moves: PlannerParams
+
+
+@dataclasses.dataclass(frozen=True)
+class Student:
+    """The student as a policy: ``student(params, obs, privileged, key) -> Action`` (``StudentParams``).
+
+    Equal configs give equal students (a value, not an identity), so their compiled programs are shared."""
+
+    config: StudentConfig = StudentConfig()
+
+    @property
+    def anchor(self):
+        """The policy whose action the candidates vary: the oracle (privileged) or ``observed_anchor``."""
+        return oracle if self.config.privileged else observed_anchor
+
+    def net(self, candidates: int) -> StudentNet:
+        return StudentNet(candidates=candidates, hidden=self.config.hidden)
+
+    def inputs(self, moves: PlannerParams, obs: Observation, privileged: Privileged):
+        """(anchor action, candidates [C, ...], (products [J, P], store [G], mask [J])): what one morning gives
+        the network, and what it chooses among."""
+        anchor = self.anchor(moves.base, obs, privileged)
+        view = privileged if self.config.privileged else None
+        feats = (product_features(obs, anchor, view), store_features(obs), anchor.shelf)
+        return anchor, candidate_actions(moves, anchor, obs), feats
+
+    def choose(self, params: StudentParams, candidates: Action, feats) -> Action:
+        scores = self.net(params.moves.candidates).apply(params.net, *feats)
+        best = jnp.argmax(scores)  # ties to the lowest index: the anchor's own action
+        return jax.tree.map(lambda x: x[best], candidates)
+
+    def __call__(self, params: StudentParams, obs: Observation, privileged: Privileged, key=None) -> Action:
+        _, candidates, feats = self.inputs(params.moves, obs, privileged)
+        return self.choose(params, candidates, feats)
+
+    def init(
+        self, key: jax.Array, moves: PlannerParams | None = None, num_products: int = 96
+    ) -> StudentParams:
+        """Fresh weights for the default moves (``policies.planner.default_params``) or ``moves``."""
+        moves = default_moves(OracleParams.default()) if moves is None else moves
+        P = OBSERVED_P + PRIVILEGED_P * self.config.privileged
+        J = num_products
+        net = self.net(moves.candidates).init(key, jnp.zeros((J, P)), jnp.zeros(STORE_G), jnp.ones(J, bool))
+        return StudentParams(net=net, moves=moves)

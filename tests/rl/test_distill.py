@@ -1,0 +1,165 @@
+"""rbjax.rl.distill: the students read what they may, choose among the planner's candidates, learn the planner's
+choice; a round plays, labels and fits; checkpoints load through the registry and the CLI.
+
+Small sizes throughout (a few stores, days, futures); the shipped students' table rows are checked in
+``test_shipped_students_reproduce_their_rows``.
+"""
+
+import json
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from helpers import cli_error, rbjax_commands
+
+from rbjax import policies
+from rbjax.policies import OracleParams
+from rbjax.policies.planner import candidate_actions
+from rbjax.policies.planner import default_params as default_moves
+from rbjax.rl.distill import (
+    DistillConfig,
+    LabelSettings,
+    Labels,
+    Student,
+    StudentConfig,
+    distill,
+    fit,
+    load,
+    save,
+)
+from rbjax.state import Privileged
+
+TINY = DistillConfig(
+    rounds=2,
+    labels=LabelSettings(stores=2, label_days=2, days=5, futures=2, horizon=3),
+    epochs=2,
+    batch=2,
+)
+
+
+@pytest.fixture(scope="module")
+def morning(reset, params):
+    obs, state = reset(jax.random.key(3), params)
+    return obs, state
+
+
+def garbage(privileged: Privileged, seed: int) -> Privileged:
+    """Every hidden field replaced by noise (and no state or params to plan with)."""
+    k1, k2, k3 = jax.random.split(jax.random.key(seed), 3)
+    return Privileged(
+        quote_quality=jax.random.uniform(k1, privileged.quote_quality.shape, minval=1, maxval=5),
+        news_need=jax.random.uniform(k2, privileged.news_need.shape, minval=-0.5, maxval=0.5),
+        news_supply=jax.random.uniform(k3, privileged.news_supply.shape, minval=-0.5, maxval=0.5),
+    )
+
+
+def test_the_observed_student_reads_no_hidden_field(env, params, morning):
+    """Its action, features and candidates are the same whatever the hidden fields hold; the privileged student's
+    are not (so the comparison can fail)."""
+    obs, state = morning
+    real = env.privileged(state, params)
+    for privileged, same in ((False, True), (True, False)):
+        student = Student(StudentConfig(privileged=privileged))
+        sp = student.init(jax.random.key(0))
+        act = jax.jit(student)
+        inputs = jax.jit(student.inputs)
+        a, b = (jax.tree.leaves((act(sp, obs, p), inputs(sp.moves, obs, p))) for p in (real, garbage(real, 1)))
+        equal = all(np.array_equal(x, y) for x, y in zip(a, b))
+        assert equal == same, f"privileged={privileged}"
+
+
+def test_scores_all_equal_play_the_anchors_action(env, params, morning):
+    """A network whose scores tie picks candidate 0: the anchor's own action (the oracle's, for the privileged
+    student), so a student departs from its anchor only where its network says so."""
+    obs, state = morning
+    student = Student(StudentConfig(privileged=True))
+    sp = student.init(jax.random.key(0))
+    sp = sp.replace(net=jax.tree.map(jnp.zeros_like, sp.net))
+    got = jax.jit(student)(sp, obs, env.privileged(state, params))
+    want = candidate_actions(sp.moves, student.anchor(sp.moves.base, obs, env.privileged(state, params)), obs)
+    for x, y in zip(jax.tree.leaves(got), jax.tree.leaves(jax.tree.map(lambda v: v[0], want))):
+        np.testing.assert_array_equal(x, y)
+
+
+def test_fit_learns_a_rule_the_features_hold():
+    """Labels whose best candidate is 3 where the first store feature is positive, else 0: the fit's held-out
+    agreement reaches 95 %, and the share of the planner's gain its picks keep 90 % (a rule it could not read
+    would stay near the majority share)."""
+    rng = np.random.default_rng(0)
+    n, J, P = 2000, 96, 15
+    store = rng.normal(size=(n, 5)).astype(np.float32)
+    best = np.where(store[:, 0] > 0, 3, 0)
+    values = rng.normal(size=(n, 9)).astype(np.float32) * 0.1
+    values[np.arange(n), best] += 10.0
+    labels = Labels(
+        products=rng.normal(size=(n, J, P)).astype(np.float32),
+        store=store,
+        mask=np.ones((n, J), bool),
+        values=values,
+        day=np.zeros(n, np.int32),
+    )
+    student = Student(StudentConfig(privileged=True, hidden=16))
+    sp = student.init(jax.random.key(0))
+    _, stats = fit(student, sp, labels, DistillConfig(epochs=20, batch=64, lr=3e-3), jax.random.key(1))
+    assert stats["agreement"] > 0.95 and stats["gain_kept"] > 0.9, stats
+
+
+@pytest.fixture(scope="module")
+def tiny_run(env, params, tmp_path_factory):
+    """(the folder of a two-round tiny recipe, its curve, its rounds' params), 5-day episodes."""
+    short = params.replace(horizon=np.int32(5))
+    student, curve, rounds = distill(env, short, TINY, seed=0, progress=None)
+    out = tmp_path_factory.mktemp("distilled")
+    save(out, student, TINY, curve, env)
+    return out, curve, rounds
+
+
+@pytest.mark.slow
+def test_a_recipe_plays_labels_and_fits_each_round(env, tiny_run):
+    out, curve, rounds = tiny_run
+    assert list(curve["round"]) == [0, 1] and (curve.labels == 2 * 2).all()  # stores x label days
+    assert (curve.simulated_store_days == 4 * 9 * 2 * 3).all()  # labels x C x M x H
+    assert np.isfinite(curve[["train_loss", "agreement", "gain_kept"]].to_numpy()).all()
+    # round 1 starts from round 0's weights and moves them
+    assert not all(np.array_equal(a, b) for a, b in zip(*(jax.tree.leaves(r.net) for r in rounds)))
+    params, config = load(out, env)
+    assert config == TINY
+    for a, b in zip(jax.tree.leaves(params), jax.tree.leaves(rounds[-1])):
+        np.testing.assert_array_equal(a, b)
+    assert json.loads((out / "config.json").read_text())["distill"]["rounds"] == 2
+
+
+@pytest.mark.slow
+def test_the_registry_loads_a_student_by_its_kind(env, tiny_run, tmp_path):
+    out, *_ = tiny_run
+    student, sp = policies.make("distilled", env, str(out))
+    assert isinstance(student, Student) and student.config.privileged
+    with pytest.raises(ValueError, match="holds a privileged student: load it as the policy 'distilled'"):
+        policies.make("distilled_obs", env, str(out))
+    (tmp_path / "config.json").write_text("{}")
+    with pytest.raises(ValueError, match="missing student.msgpack"):
+        policies.make("distilled", env, str(tmp_path))
+
+
+def test_train_distill_refuses_bad_settings_in_one_line(capsys, tmp_path):
+    for line, words in (
+        ("train distill --rounds 0", "DistillConfig.rounds must be an int >= 1"),
+        ("train distill --label-days 200 --days 180", "label_days (200) exceeds days (180)"),
+        ("train distill --explore 1.5", "explore must be in [0, 1]"),
+        ("train distill --init x", "--init is for ppo"),
+    ):
+        err = cli_error(capsys, f"{line} --out {tmp_path}")
+        assert words in err and "Traceback" not in err, (line, err)
+
+
+@pytest.mark.slow
+def test_train_distill_then_run_the_student_on_the_clis_devices(tmp_path):
+    """The CLI as a user runs it (one device per core): a one-round observed student, then ``run`` with it."""
+    out = rbjax_commands(
+        "train distill --student observed --stores 2 --days 4 --label-days 1 --rounds 1 --epochs 1 --out s",
+        "run --policy distilled_obs --checkpoint s --stores 2 --days 4",
+        cwd=tmp_path,
+    )
+    assert "distill: 1 rounds, 2 labels" in out and "wrote s/config.json" in out
+    assert "final_net_worth" in out or "net worth" in out
