@@ -112,6 +112,7 @@ def main() -> None:
     args = ap.parse_args()
     if args.held_out:
         args.seed, args.no_sweep = HELD_OUT_SEED, True
+    source = provenance(sys.argv)  # the tree the run starts from
     rbjax.setup(cache="none")  # one device per core, as the CLI; every program compiles in this run
     env = rbjax.Env()
     params = env.default_params().replace(horizon=np.int32(args.days))
@@ -198,12 +199,12 @@ def main() -> None:
     OUT.mkdir(exist_ok=True)
     (OUT / "planner.md").write_text(text)
     if args.held_out:
-        record = recorded(args, tables, row, dict(oracle=t_o, plan=t_p), per_day)
+        record = recorded(args, source, tables, row, dict(oracle=t_o, plan=t_p), per_day)
         RESULTS.mkdir(exist_ok=True)
         (RESULTS / "planner_heldout.json").write_text(json.dumps(record, indent=1) + "\n")
 
 
-def recorded(args, tables: dict, row: dict, wall: dict, per_day: float) -> dict:
+def recorded(args, source: dict, tables: dict, row: dict, wall: dict, per_day: float) -> dict:
     """The held-out headline as the repo keeps it: each policy's main-table means and sds, the paired
     difference, wall times, and where the figures come from."""
     cols = ["final_net_worth", "total_sales", "expired_ratio", "survival_days"]
@@ -213,7 +214,7 @@ def recorded(args, tables: dict, row: dict, wall: dict, per_day: float) -> dict:
         for name, t in tables.items()
     }
     return dict(
-        **provenance(sys.argv),
+        **source,
         stores=args.stores,
         days=args.days,
         seed=args.seed,
@@ -224,7 +225,7 @@ def recorded(args, tables: dict, row: dict, wall: dict, per_day: float) -> dict:
     )
 
 
-def provenance(argv: list[str]) -> dict:
+def provenance(argv: list[str], script: str = "benchmarks/planner.py") -> dict:
     """The commit (with '+changes' when the tree differs from it), machine, date and command of a run."""
 
     def git(*a):
@@ -235,7 +236,7 @@ def provenance(argv: list[str]) -> dict:
         commit=git("rev-parse", "HEAD").strip() + dirty,
         machine=f"{platform.machine()}, {os.cpu_count()} cores, {jax.devices()[0].platform}",
         date=datetime.date.today().isoformat(),
-        command="python " + " ".join(["benchmarks/planner.py", *argv[1:]]),
+        command="python " + " ".join([script, *argv[1:]]),
     )
 
 

@@ -6,6 +6,7 @@ Small sizes throughout (a few stores, days, futures); the shipped students' tabl
 """
 
 import json
+from pathlib import Path
 
 import jax
 import jax.numpy as jnp
@@ -13,14 +14,14 @@ import numpy as np
 import pytest
 from helpers import cli_error, rbjax_commands
 
+import rbjax
 from rbjax import policies
-from rbjax.policies import OracleParams
 from rbjax.policies.planner import candidate_actions
-from rbjax.policies.planner import default_params as default_moves
+from rbjax.results import metrics
 from rbjax.rl.distill import (
     DistillConfig,
-    LabelSettings,
     Labels,
+    LabelSettings,
     Student,
     StudentConfig,
     distill,
@@ -30,6 +31,7 @@ from rbjax.rl.distill import (
 )
 from rbjax.state import Privileged
 
+RESULTS = Path(__file__).parents[2] / "benchmarks" / "results" / "distill.json"
 TINY = DistillConfig(
     rounds=2,
     labels=LabelSettings(stores=2, label_days=2, days=5, futures=2, horizon=3),
@@ -64,7 +66,9 @@ def test_the_observed_student_reads_no_hidden_field(env, params, morning):
         sp = student.init(jax.random.key(0))
         act = jax.jit(student)
         inputs = jax.jit(student.inputs)
-        a, b = (jax.tree.leaves((act(sp, obs, p), inputs(sp.moves, obs, p))) for p in (real, garbage(real, 1)))
+        a, b = (
+            jax.tree.leaves((act(sp, obs, p), inputs(sp.moves, obs, p))) for p in (real, garbage(real, 1))
+        )
         equal = all(np.array_equal(x, y) for x, y in zip(a, b))
         assert equal == same, f"privileged={privileged}"
 
@@ -163,3 +167,21 @@ def test_train_distill_then_run_the_student_on_the_clis_devices(tmp_path):
     )
     assert "distill: 1 rounds, 2 labels" in out and "wrote s/config.json" in out
     assert "final_net_worth" in out or "net worth" in out
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["distilled", "distilled_obs"])
+def test_shipped_students_reproduce_their_rows(env, params, name):
+    """The shipped checkpoints on the first 8 of the held-out stores of ``benchmarks/results/distill.json`` end
+    where that run's last-round rows say they did, store by store."""
+    rec = json.loads(RESULTS.read_text())
+    rounds = rec["recipe"][name]["rounds"]
+    row = rec["policies"][f"{name}, round {rounds - 1}"]
+    policy, policy_params = policies.make(name, env)  # the shipped checkpoint
+    days = rec["days"]
+    keys = jax.random.split(jax.random.key(rec["seed"]), rec["stores"])[:8]
+    records, _ = rbjax.rollout(
+        env, policy, policy_params, params.replace(horizon=np.int32(days)), keys, days=days
+    )
+    got = metrics.store_metrics(jax.device_get(records))["final_net_worth"].to_numpy()
+    np.testing.assert_allclose(got, row["first_8_stores"], rtol=1e-5)

@@ -1,0 +1,195 @@
+"""The planner's students: the recipe trained, then every policy on held-out stores, paired with the oracle.
+
+    python benchmarks/distill.py [--stores 64] [--days 180] [--rounds 3] [--ship] [--skip-planners]
+
+1. Trains both students with the default recipe (``rbjax.rl.distill.DistillConfig()``: 3 rounds of 256 stores x
+   20 labeled mornings, the planner's defaults M = 4, H = 14) on seeds 0 (privileged) and 1 (observed), on this
+   machine's devices; ``--ship`` writes their checkpoints to ``checkpoints/distilled_hard_v2`` and
+   ``checkpoints/distilled_obs_hard_v2``.
+2. Runs on ``--stores`` held-out stores (``planner.HELD_OUT_SEED``: no round trained on it, no setting was chosen
+   on it) for ``--days`` days: the oracle, PPO (shipped), each student after each round, and the planner with the
+   last privileged student as its base; the shipped planner's row (base: the oracle) comes from
+   ``benchmarks/results/planner_heldout.json`` (the same stores and keys). Each row: final net worth paired with the
+   oracle (95 % interval), its share of the oracle's and of the planner's, the main table's means, and the wall
+   time per store-day of a compiled run (the same run twice; the second is timed).
+
+Writes benchmarks/out/distill.md and benchmarks/results/distill.json (the figures with the commit, machine, date
+and command).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+import jax
+import numpy as np
+import pandas as pd
+
+import rbjax
+from rbjax.policies import OracleParams, make_planner, oracle
+from rbjax.results import metrics
+from rbjax.rl.distill import DistillConfig, Student, StudentConfig, distill, save
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from agent_tools import markdown_table  # noqa: E402
+from planner import HELD_OUT_SEED, OUT, RESULTS, paired_row, provenance, timed_rollout  # noqa: E402
+
+CHECKPOINTS = Path(__file__).parents[1] / "checkpoints"
+SHIPPED = {True: "distilled_hard_v2", False: "distilled_obs_hard_v2"}
+
+
+def evaluate(
+    env, params, keys, days, policy, policy_params, once: bool = False
+) -> tuple[pd.DataFrame, float]:
+    """(the main table per store, seconds of the compiled run; ``once``: of the one run, compiling included)."""
+    if once:
+        start = time.perf_counter()
+        rec, _ = jax.device_get(rbjax.rollout(env, policy, policy_params, params, keys, days=days))
+        return metrics.store_metrics(rec), time.perf_counter() - start
+    rec, _, _, wall = timed_rollout(env, policy, policy_params, params, keys, days)
+    return metrics.store_metrics(rec), wall
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--stores", type=int, default=64)
+    ap.add_argument("--days", type=int, default=180)
+    ap.add_argument("--rounds", type=int, default=DistillConfig().rounds)
+    ap.add_argument("--ship", action="store_true", help="write the students to checkpoints/")
+    ap.add_argument("--skip-planners", action="store_true", help="leave out the planner with a student base")
+    args = ap.parse_args()
+    source = provenance(sys.argv, "benchmarks/distill.py")  # the tree the run starts from
+    rbjax.setup(cache="none")
+    env = rbjax.Env()
+    train_params = env.default_params()
+    config = {
+        p: DistillConfig(student=StudentConfig(privileged=p), rounds=args.rounds) for p in (True, False)
+    }
+    trained, train_s = {}, {}
+    for privileged, cfg in config.items():
+        start = time.perf_counter()
+        last, curve, rounds = distill(env, train_params, cfg, seed=int(not privileged))
+        train_s[privileged] = time.perf_counter() - start
+        trained[privileged] = (curve, rounds)
+        if args.ship:
+            save(CHECKPOINTS / SHIPPED[privileged], last, cfg, curve, env)
+
+    params = env.default_params().replace(horizon=np.int32(args.days))
+    keys = jax.random.split(jax.random.key(HELD_OUT_SEED), args.stores)
+    rows = {}
+    rows["oracle"] = evaluate(env, params, keys, args.days, oracle, OracleParams.default())
+    rows["PPO (greedy, shipped)"] = evaluate(
+        env, params, keys, args.days, *rbjax.policies.make("ppo", env, str(rbjax.PPO_CHECKPOINT), True)
+    )
+    for privileged, (_, rounds) in trained.items():
+        name = "distilled" if privileged else "distilled_obs"
+        for r, sp in enumerate(rounds):
+            rows[f"{name}, round {r}"] = evaluate(
+                env, params, keys, args.days, Student(config[privileged].student), sp
+            )
+    if not args.skip_planners:
+        student = Student(config[True].student)
+        planner, pp = make_planner(env, student, trained[True][1][-1])
+        rows[f"planner, base distilled round {args.rounds - 1}"] = evaluate(
+            env, params, keys, args.days, planner, pp
+        )
+
+    shipped_planner = json.loads((RESULTS / "planner_heldout.json").read_text())
+    assert (shipped_planner["stores"], shipped_planner["days"], shipped_planner["seed"]) == (
+        args.stores,
+        args.days,
+        HELD_OUT_SEED,
+    ), "planner_heldout.json is of other stores: run benchmarks/planner.py --held-out"
+    planner_nw = shipped_planner["policies"]["plan"]["final_net_worth"]["mean"]
+    base = rows["oracle"][0]["final_net_worth"].to_numpy()
+    oracle_s = rows["oracle"][1]
+    table, record = [], {}
+    for name, (t, wall) in rows.items():
+        nw = t["final_net_worth"].to_numpy()
+        paired = paired_row(base, nw)
+        record[name] = dict(
+            final_net_worth=dict(mean=float(nw.mean()), sd=float(nw.std(ddof=1))),
+            first_8_stores=[float(x) for x in nw[:8]],  # what tests/rl/test_distill.py replays
+            total_sales=float(t["total_sales"].mean()),
+            expired_ratio=float(t["expired_ratio"].mean()),
+            survives=float((t["survival_days"] >= args.days).mean()),
+            of_oracle=float(nw.mean() / base.mean()),
+            of_planner=float(nw.mean() / planner_nw),
+            paired={k: float(v) for k, v in paired.items()},
+            wall_s=wall,
+            us_per_store_day=1e6 * wall / (args.stores * args.days),
+            of_oracle_wall=wall / oracle_s,
+        )
+        r = record[name]
+        table.append(
+            {
+                "policy": name,
+                "final net worth": f"{r['final_net_worth']['mean']:,.0f} ± {r['final_net_worth']['sd']:,.0f}",
+                "- oracle (95 % interval)": f"{paired['diff']:+,.0f} ({paired['low']:+,.0f} .. {paired['high']:+,.0f})",
+                "of the oracle": f"{r['of_oracle']:.0%}",
+                "of the planner": f"{r['of_planner']:.0%}",
+                "total sales": f"{r['total_sales']:,.0f}",
+                "expired ratio": f"{r['expired_ratio']:.4f}",
+                "µs / store-day": f"{r['us_per_store_day']:,.1f}",
+                "x oracle's time": f"{r['of_oracle_wall']:.1f}",
+            }
+        )
+    pp_row = shipped_planner["policies"]["plan"]
+    table.insert(
+        1,
+        {
+            "policy": "planner, base oracle (planner_heldout.json)",
+            "final net worth": f"{planner_nw:,.0f} ± {pp_row['final_net_worth']['sd']:,.0f}",
+            "- oracle (95 % interval)": f"{shipped_planner['paired']['diff']:+,.0f} "
+            f"({shipped_planner['paired']['low']:+,.0f} .. {shipped_planner['paired']['high']:+,.0f})",
+            "of the oracle": f"{planner_nw / base.mean():.0%}",
+            "of the planner": "100%",
+            "total sales": f"{pp_row['total_sales']['mean']:,.0f}",
+            "expired ratio": f"{pp_row['expired_ratio']['mean']:.4f}",
+            "µs / store-day": f"{1e6 * pp_row['wall_s'] / (args.stores * args.days):,.1f}",
+            "x oracle's time": f"{pp_row['wall_s'] / shipped_planner['policies']['oracle']['wall_s']:.0f}",
+        },
+    )
+    curves = {
+        ("distilled" if p else "distilled_obs"): c.assign(train_s=train_s[p]).to_dict("records")
+        for p, (c, _) in trained.items()
+    }
+    lines = [
+        f"# The planner's students: {args.stores} held-out stores x {args.days} days (seed {HELD_OUT_SEED})",
+        "",
+        markdown_table(pd.DataFrame(table)),
+        "",
+        "## The recipe",
+        "",
+    ]
+    for name, c in curves.items():
+        lines += [
+            f"### {name}: {train_s[name == 'distilled']:.0f} s",
+            "",
+            markdown_table(pd.DataFrame(c)),
+            "",
+        ]
+    text = "\n".join(lines)
+    print(text)
+    OUT.mkdir(exist_ok=True)
+    (OUT / "distill.md").write_text(text)
+    RESULTS.mkdir(exist_ok=True)
+    out = dict(
+        **source,
+        stores=args.stores,
+        days=args.days,
+        seed=HELD_OUT_SEED,
+        recipe={("distilled" if p else "distilled_obs"): c.as_dict() for p, c in config.items()},
+        policies=record,
+        curves=curves,
+    )
+    (RESULTS / "distill.json").write_text(json.dumps(out, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()
