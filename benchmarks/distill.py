@@ -63,8 +63,8 @@ def main() -> None:
     ap.add_argument("--ship", action="store_true", help="write the students to checkpoints/")
     ap.add_argument("--skip-planners", action="store_true", help="leave out the planner with a student base")
     args = ap.parse_args()
-    source = provenance(sys.argv, "benchmarks/distill.py")  # the tree the run starts from
     rbjax.setup(cache="none")
+    source = provenance(sys.argv, "benchmarks/distill.py")  # the tree the run starts from
     env = rbjax.Env()
     train_params = env.default_params()
     config = {

@@ -112,8 +112,8 @@ def main() -> None:
     args = ap.parse_args()
     if args.held_out:
         args.seed, args.no_sweep = HELD_OUT_SEED, True
-    source = provenance(sys.argv)  # the tree the run starts from
     rbjax.setup(cache="none")  # one device per core, as the CLI; every program compiles in this run
+    source = provenance(sys.argv)  # the tree the run starts from
     env = rbjax.Env()
     params = env.default_params().replace(horizon=np.int32(args.days))
     keys = jax.random.split(jax.random.key(args.seed), args.stores)
