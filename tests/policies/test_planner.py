@@ -63,6 +63,7 @@ def test_candidates_start_with_the_base_and_move_only_what_they_say(morning):
         default_params(OracleParams.default(), price=[2.0])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("base_name", ["oracle", "base_stock"])
 def test_candidate_zero_is_the_base_action_counts_included(env, params, morning, base_name):
     """Candidate 0 steps exactly as the base action does, records and action counts included, for a base that

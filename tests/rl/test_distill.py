@@ -56,6 +56,7 @@ def garbage(privileged: Privileged, seed: int) -> Privileged:
     )
 
 
+@pytest.mark.slow  # compiles a student; the quick lane keeps to 5 minutes
 def test_the_observed_student_reads_no_hidden_field(env, params, morning):
     """Its action, features and candidates are the same whatever the hidden fields hold; the privileged student's
     are not (so the comparison can fail)."""
@@ -73,6 +74,7 @@ def test_the_observed_student_reads_no_hidden_field(env, params, morning):
         assert equal == same, f"privileged={privileged}"
 
 
+@pytest.mark.slow  # compiles a student; the quick lane keeps to 5 minutes
 def test_scores_all_equal_play_the_anchors_action(env, params, morning):
     """A network whose scores tie picks candidate 0: the anchor's own action (the oracle's, for the privileged
     student), so a student departs from its anchor only where its network says so."""
