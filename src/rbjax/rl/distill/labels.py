@@ -109,8 +109,13 @@ def collect(
     def play(state, obs, key, day, policy_params):
         k_pol, k_env = day_keys(key, day)
         privileged = env.privileged(state, params)
-        action = policy(policy_params, obs, privileged, k_pol)
-        _, candidates, _ = student.inputs(moves, obs, privileged)
+        anchor, candidates, feats = student.inputs(moves, obs, privileged)
+        if policy is student.anchor:  # round 0: the anchor's own action, computed once
+            action = anchor
+        elif policy == student:  # a student of this kind: its choice among the candidates just built
+            action = student.choose(policy_params, candidates, feats)
+        else:
+            action = policy(policy_params, obs, privileged, k_pol)
         k_coin, k_pick = jax.random.split(jax.random.fold_in(k_pol, _EXPLORE))
         pick = jax.random.randint(k_pick, (), 0, moves.candidates)
         explore = jax.random.uniform(k_coin) < settings.explore
