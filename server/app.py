@@ -26,7 +26,8 @@ rbjax.setup(devices=1)  # as `rbjax lm serve`: one device, XLA's multi-threaded 
 
 from rbjax.lm.faces.openenv_env import make_app  # noqa: E402  (after setup: JAX's backend starts here)
 
-app = make_app(TASKS, slots=int(os.environ.get("RBJAX_SLOTS", "64")))
+# background: /health answers at once (OpenEnv probes a server within 30 s); the first reset waits for the pool
+app = make_app(TASKS, slots=int(os.environ.get("RBJAX_SLOTS", "64")), background=True)
 
 
 def main(host: str = "0.0.0.0", port: int = 8000) -> None:

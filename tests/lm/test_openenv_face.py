@@ -174,7 +174,7 @@ def test_only_served_tasks_reset_with_the_servers_own_task(url, tasks_file, slic
         async with GenericEnvClient(base_url=url) as g:
             for spec in (row["id"], row, {**row, "split": "train"}):  # an id, the row, the row with a column
                 r = await g.reset(task=spec)
-                assert openenv_env.POOL.sessions[r.observation["session"]].task is served
+                assert openenv_env._pool().sessions[r.observation["session"]].task is served
             for what, bad in refused:
                 with pytest.raises(RuntimeError) as e:
                     await g.reset(task=bad)
@@ -193,5 +193,7 @@ def test_only_served_tasks_reset_with_the_servers_own_task(url, tasks_file, slic
     assert status == 200 and answer["observation"]["task"] == row["id"]
     assert not (tmp_path / "nowhere").exists()
     assert not list((tmp_path / "foreign").glob("tools_day_*")), "a foreign folder's history was made"
-    assert all(key[0] == served.from_states for key in openenv_env.POOL.starts), "a foreign folder was opened"
+    assert all(key[0] == served.from_states for key in openenv_env._pool().starts), (
+        "a foreign folder was opened"
+    )
     assert wait_free(url, SLOTS)["free"] == SLOTS

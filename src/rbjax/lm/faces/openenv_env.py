@@ -34,8 +34,10 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import sys
+import threading
 
-POOL = None  # the module's SessionPool (make_app)
+POOL = None  # the module's _Building pool (make_app; the SessionPool: _pool())
 TASKS: dict = {}  # {id: Task} a client may name by id
 _TURN = [0]  # the next served task a reset without ``task`` opens (index into TASKS)
 _LOOP: asyncio.AbstractEventLoop | None = None  # the server's event loop (seen at the first async reset)
@@ -53,9 +55,18 @@ RESULT_SCHEMA = {
 }
 
 
-def make_app(tasks_path: str, slots: int = 256, idle_timeout: float | None = 600, **pool_options):
+def make_app(
+    tasks_path: str,
+    slots: int = 256,
+    idle_timeout: float | None = 600,
+    background: bool = False,
+    **pool_options,
+):
     """The OpenEnv ASGI app over a new pool of ``slots`` stores for the tasks of ``tasks_path``.
     idle_timeout: seconds after which OpenEnv closes a session that made no request (None: never).
+    background: build the pool (its first compilations: about 25 s on a cold cache and 2 cores) on a thread,
+    so the app answers ``/health`` at once, as OpenEnv's runtime checks and container probes ask (30 s); a
+    reset waits for it, and a pool that failed to build fails every reset with its error. False: built here.
     pool_options: more ``SessionPool`` options (reward, max_wait, code limits). One pool per process: a
     second call replaces the first."""
     global POOL, TASKS
@@ -67,10 +78,10 @@ def make_app(tasks_path: str, slots: int = 256, idle_timeout: float | None = 600
     from rbjax.lm.pool import SessionPool
     from rbjax.lm.tasks import read_tasks
 
-    tasks = read_tasks(tasks_path)
-    if POOL is not None:
-        POOL.close_all()
-    POOL = SessionPool.for_task(tasks[0], slots=slots, **pool_options)
+    tasks = read_tasks(tasks_path)  # a bad tasks file fails here, in the foreground
+    if POOL is not None and POOL.ready.is_set() and POOL.pool is not None:
+        POOL.pool.close_all()
+    POOL = _Building(lambda: SessionPool.for_task(tasks[0], slots=slots, **pool_options), background)
     TASKS = {t.id: t for t in tasks}
     _TURN[0] = 0
     c = classes()
@@ -90,13 +101,17 @@ def make_app(tasks_path: str, slots: int = 256, idle_timeout: float | None = 600
 
     @app.get("/rbjax/health")
     async def health() -> dict:
+        if not POOL.ready.is_set() or POOL.error is not None:
+            return {"ready": False, "error": POOL.error and str(POOL.error)}
+        pool = POOL.pool
         return {
-            "slots": POOL.slots,
-            "open": len(POOL.sessions),
-            "free": len(POOL.free),
-            "opened": POOL.opened,
-            "closed": POOL.closed,
-            "flushes": POOL.scheduler.flushes,
+            "ready": True,
+            "slots": pool.slots,
+            "open": len(pool.sessions),
+            "free": len(pool.free),
+            "opened": pool.opened,
+            "closed": pool.closed,
+            "flushes": pool.scheduler.flushes,
         }
 
     @app.get("/rbjax/tasks")
@@ -127,12 +142,39 @@ def task_of(spec):
         raise TaskRefused(f"reset: {e}") from None
 
 
+class _Building:
+    """The module's pool, built by ``build()`` here or on a thread (``background``): ``ready`` is set once
+    it is built or failed; ``pool`` the SessionPool, ``error`` the exception of a failed build."""
+
+    def __init__(self, build, background: bool):
+        self.ready, self.pool, self.error = threading.Event(), None, None
+        if background:
+            threading.Thread(target=self._build, args=(build,), name="rbjax-pool", daemon=True).start()
+        else:
+            self.pool = build()
+            self.ready.set()
+
+    def _build(self, build) -> None:
+        try:
+            self.pool = build()
+        except Exception as e:  # noqa: BLE001 (kept, and raised at every reset: the server stays up to say so)
+            self.error = e
+            print(f"rbjax: the session pool failed to build: {e}", file=sys.stderr, flush=True)
+        finally:
+            self.ready.set()
+
+
 def _pool():
+    """The module's SessionPool, waiting for a pool still being built; RuntimeError when there is none or its
+    build failed."""
     if POOL is None:
         raise RuntimeError(
             "no rbjax pool: build the app with rbjax.lm.faces.openenv_env.make_app(tasks_path)"
         )
-    return POOL
+    POOL.ready.wait()
+    if POOL.error is not None:
+        raise RuntimeError(f"the rbjax session pool failed to build: {POOL.error}")
+    return POOL.pool
 
 
 def _close_session(session) -> None:
@@ -235,7 +277,8 @@ class _Episodes:
         one: a MorningObservation. TaskRefused for a task not served."""
         global _LOOP
         _LOOP = asyncio.get_running_loop()
-        pool, found = _pool(), task_of(task)
+        found = task_of(task)
+        pool = _pool() if POOL is None or POOL.ready.is_set() else await asyncio.to_thread(_pool)
         self.drop()
         # loading a store changes the engine's arrays: on the thread of the batched steps, never during one
         self.session = await pool.aopen(found)
