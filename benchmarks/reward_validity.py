@@ -28,8 +28,8 @@ One rollout per (policy, N) gives the reward for every K at once (the net worth 
     python benchmarks/reward_validity.py --slices benchmarks/out/oracle180 --at 30,60,90,120 \\
         [--stores 64] [--horizons 1,3,7,14] [--tails 0,3,7,14,21,30,45] [--tail 14] [--out benchmarks/out]
 
-``python benchmarks/reward_validity.py --validity [--report docs/VALIDITY.md]`` writes the validity report of
-the task sets instead (``task_validity.py``: the panel's headroom, flat groups, fresh futures, per-day credit).
+The validity report of the task sets (the panel's headroom, flat groups, fresh futures, per-day credit) is
+``task_validity.py``'s, which builds on this module.
 
 Writes reward_validity.csv (one row per task, policy, N, K: gain, reference gain, reward, truth) and prints
 the two markdown tables (docs/lm_training.md keeps them).
@@ -256,10 +256,6 @@ def main(argv=None) -> None:
     import sys
 
     argv = sys.argv[1:] if argv is None else list(argv)
-    if argv[:1] == ["--validity"]:  # docs/VALIDITY.md: the task sets' validity report (task_validity.py)
-        import task_validity
-
-        return task_validity.main(argv[1:])
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--slices", help="a slices folder of a 180-day run")
     p.add_argument("--at", default="30,60,90,120", help="snapshot days")

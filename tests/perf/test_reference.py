@@ -35,6 +35,35 @@ def test_the_reference_machine_expects_its_own_main_job_times_inside_the_readmes
     assert lines[-1].endswith("within the README's range.")
 
 
+@pytest.mark.parametrize(
+    "cold, warm, said",
+    [
+        (60, 30, "within"),  # both inside
+        (45, 20, "within"),  # both on the lower edges
+        (75, 40, "within"),  # both on the upper edges
+        (30, 15, "faster"),  # both below
+        (30, 30, "faster"),  # cold below, warm inside
+        (60, 15, "faster"),  # warm below, cold inside
+        (90, 50, "slower"),  # both above
+        (60, 52, "slower"),  # cold inside, warm above
+        (30, 52, "slower"),  # cold below, warm above: mixed, and above is what a user must hear
+        (90, 15, "slower"),  # cold above, warm below
+    ],
+)
+def test_the_three_verdicts_mixed_cases_included(cold, warm, said):
+    assert reference.MAIN_JOB == {"cold_s": (45.0, 75.0), "warm_s": (20.0, 40.0), "peak_gb": 1.4}
+    assert reference.verdict(cold, warm).startswith(said)
+
+
+def test_the_cold_estimate_scales_compiling_and_days_apart():
+    """A machine that compiles at the reference's speed but plays days twice as slowly: the warm estimate
+    doubles, the cold one grows by the days only (the reference's cold - warm is compiling)."""
+    q = reference.QUICK
+    cold, warm = estimate(reference.compare(q["store_days_per_s"] / 2, q["first_call_s"], 256, 30))
+    assert abs(warm - 2 * q["main_job_warm_s"]) <= 0.5
+    assert abs(cold - (q["main_job_cold_s"] + q["main_job_warm_s"])) <= 0.5
+
+
 @pytest.mark.parametrize("factor", [2.0, 0.5])
 def test_a_faster_or_slower_machine_scales_the_times(factor):
     """Days twice as fast and a first call twice as fast halve the estimates (and the reverse)."""

@@ -25,9 +25,10 @@ QUICK = {"store_days_per_s": 13_636.0, "first_call_s": 24.6, "main_job_cold_s": 
 
 def compare(store_days_per_s: float, first_call_s: float, stores: int, days: int) -> list[str]:
     """Lines that set a ``bench --quick`` row beside the reference machine's: the day rate and the first call
-    (compiling) each as a ratio to the reference's, and the main job's times there scaled by them (warm by the
-    day rate, cold by the first call), beside the README's range. A row of another size than the reference's
-    says so and compares nothing."""
+    (compiling) each as a ratio to the reference's, and the main job's times there scaled by them, beside the
+    README's range (``verdict``). The warm run is days: scaled by the day rate. The cold run is those days and
+    the compiling the warm run skips (cold - warm there): each part scaled by its own ratio. A row of another
+    size than the reference's says so and compares nothing."""
     if (stores, days) != (QUICK_STORES, QUICK_DAYS):
         return [
             f"The reference machine was timed at {QUICK_STORES} stores x {QUICK_DAYS} days; run "
@@ -35,14 +36,9 @@ def compare(store_days_per_s: float, first_call_s: float, stores: int, days: int
         ]
     speed = store_days_per_s / QUICK["store_days_per_s"]  # > 1: faster days than the reference's
     compiling = QUICK["first_call_s"] / first_call_s  # > 1: a faster first call
-    cold, warm = QUICK["main_job_cold_s"] / compiling, QUICK["main_job_warm_s"] / speed
+    warm = QUICK["main_job_warm_s"] / speed
+    cold = (QUICK["main_job_cold_s"] - QUICK["main_job_warm_s"]) / compiling + warm
     (cold_lo, cold_hi), (warm_lo, warm_hi) = MAIN_JOB["cold_s"], MAIN_JOB["warm_s"]
-    if cold_lo <= cold <= cold_hi and warm_lo <= warm <= warm_hi:
-        verdict = "within the README's range"
-    elif cold <= cold_hi and warm <= warm_hi:  # neither above the range, so one below it
-        verdict = "faster than the README's range"
-    else:
-        verdict = "slower than the README's range (if the machine was busy, run it again when it is quiet)"
     return [
         f"This machine against the reference (one of the README's machines: {MACHINE}, {WHEN}):",
         f"- the oracle's days: {store_days_per_s:,.0f} store-days/s, {speed:.2f}x the reference's "
@@ -52,5 +48,16 @@ def compare(store_days_per_s: float, first_call_s: float, stores: int, days: int
         f"- so `rbjax oracle --stores 1000 --days 180` should take about {cold:.0f} s the first time and "
         f"{warm:.0f} s after (the reference: {QUICK['main_job_cold_s']:.0f} s and "
         f"{QUICK['main_job_warm_s']:.0f} s; the README: {cold_lo:.0f}-{cold_hi:.0f} s and {warm_lo:.0f}-"
-        f"{warm_hi:.0f} s over the machines seen): {verdict}.",
+        f"{warm_hi:.0f} s over the machines seen): {verdict(cold, warm)}.",
     ]
+
+
+def verdict(cold: float, warm: float) -> str:
+    """Where estimated main-job times (seconds) stand against the README's range: within (both inside), faster
+    (neither above it, one below), else slower (either above it)."""
+    (cold_lo, cold_hi), (warm_lo, warm_hi) = MAIN_JOB["cold_s"], MAIN_JOB["warm_s"]
+    if cold_lo <= cold <= cold_hi and warm_lo <= warm <= warm_hi:
+        return "within the README's range"
+    if cold <= cold_hi and warm <= warm_hi:
+        return "faster than the README's range"
+    return "slower than the README's range (if the machine was busy, run it again when it is quiet)"
