@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 
 
 def flag_of(parameter: str) -> str:
@@ -180,3 +181,26 @@ def make_policy(args, env):
         )
     except ValueError as e:
         raise fail(f"--policy {args.policy}: {said(e)}") from None
+
+
+def day_list(
+    text: str | None, flag: str = "--at", what: str = "snapshot days such as 30,90"
+) -> list[int] | None:
+    """The days of a comma-separated flag (``--at 30,90``), None when the flag is absent; a one-line failure
+    naming ``flag`` for text that is not such a list."""
+    if text is None:
+        return None
+    try:
+        days = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise fail(f"{flag} {text}: expected {what}") from None
+    if not days:
+        raise fail(f"{flag} {text}: expected {what}")
+    return days
+
+
+def check_writable_file(path: str) -> None:
+    """A one-line failure naming ``--out`` unless a file can be written at ``path`` (checked before the work)."""
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder) or not os.access(folder, os.W_OK) or os.path.isdir(path):
+        raise fail(f"--out {path}: cannot write a file there")

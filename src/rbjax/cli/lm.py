@@ -1,12 +1,14 @@
 """``rbjax lm``: language models learn on rbjax. ``tasks`` writes a tasks file from a slices folder; ``serve``
-serves sessions on such tasks to trainers and evaluators (``rbjax.cli.lm_serve``)."""
+serves sessions on such tasks to trainers and evaluators (``rbjax.cli.lm_serve``); ``demos``, ``corrections``
+and ``replay`` make and check a teacher's rows for supervised fine-tuning (``rbjax.cli.lm_demos``)."""
 
 from __future__ import annotations
 
 import os
 import sys
 
-from rbjax.cli.common import command, fail, plural, said
+from rbjax.cli.common import check_writable_file, command, day_list, fail, plural, said
+from rbjax.cli.lm_demos import add_demos_commands
 from rbjax.cli.lm_serve import add_serve_arguments
 from rbjax.lm.tasks import DEFAULT_TAIL
 
@@ -60,6 +62,7 @@ def add(sub) -> None:
     s = command(cmd, "serve", help=doc, description=doc)
     add_serve_arguments(s)
     s.set_defaults(func=serve)
+    add_demos_commands(cmd)
 
 
 def serve(args) -> None:
@@ -69,26 +72,6 @@ def serve(args) -> None:
     serve_command(args)
 
 
-def _days(
-    text: str | None, flag: str = "--at", what: str = "snapshot days such as 30,90"
-) -> list[int] | None:
-    if text is None:
-        return None
-    try:
-        days = [int(x) for x in text.split(",") if x.strip()]
-    except ValueError:
-        raise fail(f"{flag} {text}: expected {what}") from None
-    if not days:
-        raise fail(f"{flag} {text}: expected {what}")
-    return days
-
-
-def _check_writable(path: str) -> None:
-    folder = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(folder) or not os.access(folder, os.W_OK) or os.path.isdir(path):
-        raise fail(f"--out {path}: cannot write a file there")
-
-
 def tasks(args) -> None:
     """``rbjax lm tasks``: the tasks file of one or more slices folders, for one or more horizons."""
     import time
@@ -96,11 +79,11 @@ def tasks(args) -> None:
     from rbjax import policies
     from rbjax.lm.tasks import make_tasks, with_headroom, write_tasks
 
-    at = _days(args.at)
-    horizons = _days(args.horizons, "--days", "days such as 7, or horizons such as 3,7")
+    at = day_list(args.at)
+    horizons = day_list(args.horizons, "--days", "days such as 7, or horizons such as 3,7")
     if min(horizons) < 1:
         raise fail(f"--days {args.horizons}: expected 1 or more days")
-    _check_writable(args.tasks_out)
+    check_writable_file(args.tasks_out)
     if args.reference not in policies.NAMES:
         raise fail(f"--reference {args.reference}: expected one of {', '.join(policies.NAMES)}")
     tail = DEFAULT_TAIL if args.tail is None else args.tail

@@ -167,6 +167,15 @@ class SessionPool:
         return idle
 
     # ------------------------------------------------------------------ days
+    def end_today(self, sessions: list[Session]) -> dict[str, str]:
+        """``Session.end_today`` for ``sessions`` together (synchronous driving): each ends its decided day, in
+        one engine step for all; returns {id: end_today's text}."""
+        for s in sessions:
+            s.check_open()
+        for s in sessions:
+            s.decided_days += 1
+        return self.end_days(sessions)
+
     def end_days(self, sessions: list[Session]) -> dict[str, str]:
         """End today for ``sessions`` in one engine step (synchronous driving), then play the continuation of
         those whose decided days are over, one step a day for all of them; returns {id: end_today's text and

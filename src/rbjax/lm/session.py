@@ -94,9 +94,7 @@ class Session:
     def end_today(self) -> str:
         """End today now (one engine step of this store; after the last decided day, the continuation's
         steps too); returns the day's report and the next morning's views, or the episode's end."""
-        self.check_open()
-        self.decided_days += 1
-        return self.pool.end_days([self])[self.id]
+        return self.pool.end_today([self])[self.id]
 
     async def aend_today(self) -> str:
         """End today in the pool's next batched step (asyncio), and after the last decided day play the

@@ -1,0 +1,127 @@
+"""Replaying demonstrations: each row's tool calls made again through a session, every answer and the reward
+compared with the row's.
+
+A demonstration (``rbjax.lm.demos``) is faithful when a model that says exactly its calls gets exactly its
+texts and its reward: the same session, the same random numbers, the same engine program. ``replay`` opens
+each row's task in a pool (the row's own task, ``task``), makes each day's calls, ends the days of every row
+in one batched step, and reports per row the reward got, the recorded one, and the first answer that differs.
+
+>>> report = replay(read_rows("demos.jsonl"))
+>>> assert all(r["same"] for r in report)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from rbjax.lm import conversation
+from rbjax.lm.demos import open_pool
+from rbjax.lm.tasks import Task
+
+TOLERANCE = 1e-6  # relative: |got - recorded| <= TOLERANCE * max(1, |recorded|)
+
+
+def answers_of(messages: list[dict]) -> list[str]:
+    """The tool messages' texts of a conversation, in order."""
+    return [m["content"] for m in messages if m.get("role") == "tool"]
+
+
+def same_reward(got: float | None, recorded: float | None) -> bool:
+    """Whether a replayed reward is the recorded one, within ``TOLERANCE`` (None only equals None)."""
+    if got is None or recorded is None:
+        return got is recorded
+    return abs(got - recorded) <= TOLERANCE * max(1.0, abs(recorded))
+
+
+def replay(
+    rows: Sequence[dict], slots: int = 64, note: Callable[[str], None] | None = None, pool=None
+) -> list[dict]:
+    """[len(rows)] {id, reward, recorded, same (reward within ``TOLERANCE``, every answer and the opening
+    equal), answers (answers compared), first_difference (the index of the first answer that differs, or
+    None), opening_same}. pool: an open ``SessionPool`` to replay in (made here when None)."""
+    tasks = [Task.from_row(r["task"], f"row {i + 1}'s task") for i, r in enumerate(rows)]
+    own = pool is None
+    pool = open_pool(tasks, min(slots, len(tasks))) if own else pool
+    out = []
+    try:
+        for at in range(0, len(rows), pool.slots):
+            out += _replay(pool, rows[at : at + pool.slots], tasks[at : at + pool.slots])
+            if note is not None:
+                note(f"replay: {len(out)} of {len(rows)} rows")
+    finally:
+        if own:
+            pool.close_all()
+    return out
+
+
+def _replay(pool, rows: Sequence[dict], tasks: Sequence[Task]) -> list[dict]:
+    sessions = [pool.open(t) for t in tasks]
+    plans = [conversation.days_of(r["messages"]) for r in rows]
+    got = [[] for _ in rows]
+    first = [conversation.opening(t.prompt, s.morning) for t, s in zip(tasks, sessions, strict=True)]
+    day = 0
+    while live := [i for i, s in enumerate(sessions) if s.deciding and not s.done and day < len(plans[i])]:
+        enders = []
+        for i in live:
+            calls = plans[i][day]
+            for name, args in calls:
+                if name == "end_today":
+                    enders.append(i)
+                    break
+                got[i].append(sessions[i].call(name, args))
+        ended = pool.end_today([sessions[i] for i in enders])
+        for i in enders:
+            got[i].append(ended[sessions[i].id])
+        day += 1
+    report = []
+    for i, (row, s) in enumerate(zip(rows, sessions, strict=True)):
+        if s.deciding and not s.done:  # a row that ends its days early: the rest as a session plays them
+            s.finish()
+        report.append(_report(row, got[i], s.reward, first[i] == row["messages"][: len(first[i])]))
+        pool.close(s)
+    return report
+
+
+def _report(row: dict, got: list[str], reward: float | None, opening_same: bool) -> dict:
+    """One row's replay: {id, reward, recorded, answers, first_difference, same, opening_same}."""
+    recorded = answers_of(row["messages"])
+    differs = [k for k, (a, b) in enumerate(zip(got, recorded, strict=False)) if a != b]
+    if len(got) != len(recorded):
+        differs.append(min(len(got), len(recorded)))
+    return {
+        "id": row.get("id"),
+        "reward": reward,
+        "recorded": row["reward"],
+        "answers": len(recorded),
+        "first_difference": differs[0] if differs else None,
+        "same": same_reward(reward, row["reward"]) and not differs and opening_same,
+        "opening_same": opening_same,
+    }
+
+
+def replay_openenv(rows: Sequence[dict], url: str, concurrency: int = 16) -> list[dict]:
+    """``replay`` through an OpenEnv server of the rows' tasks (``rbjax lm serve --face openenv``, or
+    ``server/app.py``) with OpenEnv's own client (``MCPToolClient``): each row reset by its task's id, its
+    calls made as a model's, ``concurrency`` rows at once (their days share the server's batched steps).
+    Needs ``openenv`` (``pip install 'rbjax[openenv]'``)."""
+    import asyncio
+
+    from openenv.core.mcp_client import MCPToolClient
+
+    gate = asyncio.Semaphore(concurrency)
+
+    async def one(row: dict) -> dict:
+        async with gate, MCPToolClient(base_url=url) as env:
+            opened = await env.reset(task=row["id"])
+            got, last = [], {"reward": None}
+            for calls in conversation.days_of(row["messages"]):
+                for name, args in calls:
+                    last = await env.call_tool(name, **args)
+                    got.append(last["text"])
+            first = conversation.opening(Task.from_row(row["task"]).prompt, opened.observation.text)
+            return _report(row, got, last["reward"], first == row["messages"][: len(first)])
+
+    async def main() -> list[dict]:
+        return list(await asyncio.gather(*(one(r) for r in rows)))
+
+    return asyncio.run(main())
