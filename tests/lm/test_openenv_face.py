@@ -197,3 +197,24 @@ def test_only_served_tasks_reset_with_the_servers_own_task(url, tasks_file, slic
         "a foreign folder was opened"
     )
     assert wait_free(url, SLOTS)["free"] == SLOTS
+
+
+def test_demonstrations_replay_through_the_server_with_openenvs_client(url, tasks):
+    """A planner's demonstrations (``rbjax lm demos``), each call made again through the OpenEnv server by
+    OpenEnv's ``MCPToolClient``: every answer, the opening and the reward are the recorded ones; a row whose
+    first price is changed is not."""
+    from rbjax.lm.demos import demonstrate
+    from rbjax.lm.replay_demos import replay_openenv
+
+    rows = demonstrate(tasks, "plan")
+    assert len({r["reward"] for r in rows}) == len(rows)
+    report = replay_openenv(rows, url)
+    assert [r["same"] for r in report] == [True] * len(rows), report
+    tampered = json.loads(json.dumps(rows[0]))
+    first = next(m for m in tampered["messages"] if m["role"] == "assistant")
+    next(c for c in first["tool_calls"] if c["function"]["name"] == "modify_sku_price")["function"][
+        "arguments"
+    ]["new_price"] += 0.25
+    (got,) = replay_openenv([tampered], url)
+    assert not got["same"] and got["first_difference"] is not None
+    assert wait_free(url, SLOTS)["free"] == SLOTS
