@@ -39,6 +39,8 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
+from rbjax.kernels.batching import unless_all_skip
+from rbjax.kernels.halving import sequential_halving, survivors
 from rbjax.kernels.rng import day_keys
 from rbjax.model import future_draws
 from rbjax.policies.oracle import OracleParams, oracle
@@ -165,7 +167,7 @@ class Planner:
         C, M, H = params.candidates, self.futures, self.horizon
         if not self.halving:
             return C * M * H
-        return (C * (M // 2) + _survivors(C) * (M - M // 2)) * H
+        return (C * (M // 2) + survivors(C) * (M - M // 2)) * H
 
     def __call__(self, params: PlannerParams, obs: Observation, privileged: Privileged, key) -> Action:
         if privileged.state is None or privileged.params is None:
@@ -193,15 +195,8 @@ class Planner:
         if not self.halving:
             best = jnp.argmax(self.values(params, candidates, privileged, keys).mean(-1))
             return jax.tree.map(lambda x: x[best], candidates)  # ties go to the lowest index: the base
-        first, second = keys[: self.futures // 2], keys[self.futures // 2 :]
-        early = self.values(params, candidates, privileged, first).sum(-1)  # [C]
-        kept = jnp.concatenate(
-            [jnp.zeros(1, jnp.int32), 1 + jax.lax.top_k(early[1:], _survivors(len(early)) - 1)[1]]
-        )
-        kept = jnp.sort(kept)  # in candidate order, so ties still go to the lowest index
-        survivors = jax.tree.map(lambda x: x[kept], candidates)
-        total = early[kept] + self.values(params, survivors, privileged, second).sum(-1)
-        best = kept[jnp.argmax(total)]
+        some = lambda idx, ks: self.values(params, jax.tree.map(lambda x: x[idx], candidates), privileged, ks)
+        best = sequential_halving(some, params.candidates, keys)
         return jax.tree.map(lambda x: x[best], candidates)
 
     def values(self, params: PlannerParams, candidates: Action, privileged: Privileged, keys) -> jax.Array:
@@ -230,11 +225,6 @@ class Planner:
         return state.net_worth
 
 
-def _survivors(candidates: int) -> int:
-    """Candidates kept after the first round of halving: half, rounded up (the base action among them)."""
-    return (candidates + 1) // 2
-
-
 def own_future(state, env_params, key):
     """``state`` with every draw the store made for later days redrawn from the future's ``key``
     (``future_draws.redraw``: quotes, tier rule and news of every later day, the cycles to come, the news
@@ -247,37 +237,6 @@ def future_keys(key, futures: int) -> jax.Array:
     if not jnp.issubdtype(key.dtype, jax.dtypes.prng_key):
         key = jax.random.wrap_key_data(key)
     return jax.random.split(jax.random.fold_in(key, _FUTURES), futures)
-
-
-def unless_all_skip(plan: Callable, planned: jax.Array, fallback: Action, args: tuple) -> Action:
-    """``plan(*args)`` where ``planned`` ([] bool), else ``fallback``, running ``plan`` only when some store plans.
-
-    Under ``vmap`` a ``lax.cond`` on a per-store predicate runs both branches for every store; this one's
-    batching rule asks ``any(planned)`` over the batch instead, then plans every store and keeps the plans of
-    the stores that planned. In a rollout all stores share the day, so a day without planning costs nothing.
-    Under several nested ``vmap``s the outer ones fall back to running both branches (same results).
-    """
-
-    @jax.custom_batching.custom_vmap
-    def choose(planned, fallback, args):
-        return jax.lax.cond(planned, lambda: plan(*args), lambda: fallback)
-
-    @choose.def_vmap
-    def batched(axis_size, in_batched, planned, fallback, args):
-        grow = lambda x, b: x if b else jnp.broadcast_to(x, (axis_size, *jnp.shape(x)))
-        planned, fallback = jax.tree.map(grow, (planned, fallback), tuple(in_batched[:2]))
-        # leaves shared by every store (the env params, most often) stay unbatched inside the plan
-        axes = jax.tree.map(lambda b: 0 if b else None, in_batched[2])
-
-        def all_stores():
-            plans = jax.vmap(plan, in_axes=axes, axis_size=axis_size)(*args)
-            keep = lambda p, f: jnp.where(planned.reshape((-1,) + (1,) * (p.ndim - 1)), p, f)
-            return jax.tree.map(keep, plans, fallback)
-
-        out = jax.lax.cond(jnp.any(planned), all_stores, lambda: fallback)
-        return out, jax.tree.map(lambda _: True, out)
-
-    return choose(planned, fallback, args)
 
 
 def make_planner(
