@@ -46,3 +46,25 @@ def test_the_students_rows_are_the_recorded_ones():
     docs = (ROOT / "docs" / "results.md").read_text()
     for name, row in rec["policies"].items():
         assert f"| {name} | {pm(row['final_net_worth'])} |" in docs, name
+
+
+@pytest.mark.skipif(not (RESULTS / "demos.json").exists(), reason="benchmarks/demos.py has not been run")
+def test_the_demonstrations_table_is_the_recorded_one():
+    rec = record("demos.json")
+    docs = (ROOT / "docs" / "lm_training.md").read_text()
+    for teacher, r in rec["teachers"].items():
+        openenv = (
+            "n/a"
+            if r["replayed_same_by_openenv"] is None
+            else f"{r['replayed_same_by_openenv']}/{r['tasks']}"
+        )
+        row = (
+            f"| {teacher} | {r['tasks']} | {r['seconds_per_task']:.1f} | {r['mean_reward']:+.4f} | "
+            f"{r['calls_per_day']:.1f} | {r['tokens_said_per_day']:,.0f} | {r['tokens_read_per_day']:,.0f} | "
+            f"{r['tokens_per_row']:,.0f} | {r['replayed_same_by_session']}/{r['tasks']}, {openenv} |"
+        )
+        assert row in docs, teacher
+        assert r["replayed_same_by_session"] == r["tasks"] and r["replayed_same_by_openenv"] in (
+            None,
+            r["tasks"],
+        )
