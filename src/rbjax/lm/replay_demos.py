@@ -99,19 +99,26 @@ def _report(row: dict, got: list[str], reward: float | None, opening_same: bool)
     }
 
 
-def replay_openenv(rows: Sequence[dict], url: str, concurrency: int = 16) -> list[dict]:
+def replay_openenv(
+    rows: Sequence[dict], url: str, concurrency: int = 16, timeout_s: float = 600.0
+) -> list[dict]:
     """``replay`` through an OpenEnv server of the rows' tasks (``rbjax lm serve --face openenv``, or
     ``server/app.py``) with OpenEnv's own client (``MCPToolClient``): each row reset by its task's id, its
-    calls made as a model's, ``concurrency`` rows at once (their days share the server's batched steps).
+    calls made as a model's, ``concurrency`` rows at once (their days share the server's batched steps), each
+    request given ``timeout_s`` seconds.
     Needs ``openenv`` (``pip install 'rbjax[openenv]'``)."""
     import asyncio
 
+    import httpx
     from openenv.core.mcp_client import MCPToolClient
 
     gate = asyncio.Semaphore(concurrency)
 
     async def one(row: dict) -> dict:
         async with gate, MCPToolClient(base_url=url) as env:
+            # MCPToolClient posts with httpx's default 5 s timeout, shorter than an end_today that plays the
+            # continuation and credits the days (seconds on a busy server): its HTTP client given a longer one
+            env._http_client = httpx.AsyncClient(timeout=httpx.Timeout(timeout_s))
             opened = await env.reset(task=row["id"])
             got, last = [], {"reward": None}
             for calls in conversation.days_of(row["messages"]):

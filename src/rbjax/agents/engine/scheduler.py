@@ -75,10 +75,14 @@ class DayScheduler:
             results = await asyncio.get_running_loop().run_in_executor(self._executor, self._step, batch)
         except Exception as e:  # every parked agent sees the engine's error
             for _, future, _ in batch.values():
-                future.set_exception(e)
+                if not future.done():
+                    future.set_exception(e)
         else:
+            # an agent cancelled while its store was stepped (a client that timed out or left) is skipped:
+            # the others in the flush still get their days
             for s, (_, future, _) in batch.items():
-                future.set_result(results[s])
+                if not future.done():
+                    future.set_result(results[s])
         finally:
             self.flushes += 1
             self.flushing = False
