@@ -109,16 +109,14 @@ def replay_openenv(
     Needs ``openenv`` (``pip install 'rbjax[openenv]'``)."""
     import asyncio
 
-    import httpx
     from openenv.core.mcp_client import MCPToolClient
 
     gate = asyncio.Semaphore(concurrency)
 
     async def one(row: dict) -> dict:
-        async with gate, MCPToolClient(base_url=url) as env:
-            # MCPToolClient posts with httpx's default 5 s timeout, shorter than an end_today that plays the
-            # continuation and credits the days (seconds on a busy server): its HTTP client given a longer one
-            env._http_client = httpx.AsyncClient(timeout=httpx.Timeout(timeout_s))
+        # a request's timeout (60 s by default) must cover an end_today that plays the continuation and credits
+        # the days, which compiles the credit's programs on a fresh server
+        async with gate, MCPToolClient(base_url=url, message_timeout_s=timeout_s) as env:
             opened = await env.reset(task=row["id"])
             got, last = [], {"reward": None}
             for calls in conversation.days_of(row["messages"]):
