@@ -144,6 +144,22 @@ def test_corrections_by_the_models_own_policy_find_no_gap(policy_run, tmp_path):
     assert len({r["reward"] for r in made}) > 1
 
 
+def test_corrections_refuse_a_run_without_its_tool_history(policy_run, tmp_path):
+    import shutil
+
+    bare = tmp_path / "bare"
+    shutil.copytree(policy_run, bare)
+    (bare / "tools_day_004.npz").unlink()
+    with pytest.raises(SystemExit) as e:
+        main(["--devices", "1", "lm", "corrections", "--from-states", str(bare), "--at", "3", "--days", "1",
+              "--teacher", "oracle", "--out", str(tmp_path / "c.jsonl")])  # fmt: skip
+    said = str(e.value)
+    assert (
+        said.startswith("rbjax: --from-states ") and "day 4 has no tool history" in said and "\n" not in said
+    )
+    assert not (tmp_path / "c.jsonl").exists()
+
+
 def test_corrections_of_a_language_models_run_replay(env, tmp_path):
     """A scripted model's run (its days cannot be played again): the oracle's corrections from its mornings
     replay, and the oracle does better than ordering 30 units of one product a day."""
