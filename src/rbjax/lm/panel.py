@@ -114,8 +114,8 @@ def member_gains(
     random numbers (one ``rollout_from``). members: indices into ``MEMBERS``; order_sigmas, price_sigmas:
     [len(members)] the noisy members' spreads (default ``ORDER_SIGMA``, ``PRICE_SIGMA``)."""
     from rbjax import policies
-    from rbjax.agents.engine.batch import batch_bucket
     from rbjax.runners import continuation
+    from rbjax.runners.batches import batch_bucket
 
     given, M = len(rows), len(members)
     rows = np.asarray(rows, np.int64)

@@ -35,6 +35,7 @@ from rbjax.agents.runs.policy import PolicyDriver
 from rbjax.lm.rewards import check_kind
 from rbjax.lm.session import Session, SessionError
 from rbjax.lm.tasks import Task
+from rbjax.runners.paired import check_slice_days
 
 
 class SessionPool:
@@ -106,11 +107,12 @@ class SessionPool:
         if not self.free:
             raise SessionError(f"every one of the pool's {self.slots} slots is taken (close a session first)")
         start = self.start_of(task)
-        if task.day + task.days + task.tail > start.horizon:
+        try:  # the rule of every slice (runners.paired), the task's days and its continuation together
+            check_slice_days(task.day, task.days + task.tail, start.horizon)
+        except ValueError as e:
             raise ValueError(
-                f"task {task.id}: day {task.day} + {task.days} days + {task.tail} days of continuation is past "
-                f"the horizon {start.horizon}"
-            )
+                f"task {task.id} ({task.days} days + {task.tail} of continuation): {e}"
+            ) from None
         if task.tail:
             self.reference_driver(task.reference)  # an unknown reference fails here, not at the last day
         if task.store >= start.snapshot.num_stores or np.asarray(start.snapshot.state.done)[task.store]:

@@ -19,6 +19,7 @@ from rbjax.kernels.rng import day_keys
 from rbjax.model import orders
 from rbjax.params import EnvParams
 from rbjax.runners import programs
+from rbjax.runners.batches import batch_bucket
 from rbjax.state import Action, OrderLines
 
 
@@ -207,13 +208,6 @@ class AgentEngine:
 
         fn = programs.cached("engine.policy_actions", build, env, (policy,))
         return jax.device_get(fn(policy_params, self.params, self.k_run, self.obs, self.state))
-
-
-def batch_bucket(stores: int) -> int:
-    """The engine's batch for ``stores`` stores: the next power of two, at least 16 (a step of 16 stores
-    costs a few milliseconds; a compilation tens of seconds). The extra stores copy the last one and are
-    never stepped (a store's results do not depend on its batch)."""
-    return max(16, 1 << (max(stores, 1) - 1).bit_length())
 
 
 def _writable(x) -> np.ndarray:
