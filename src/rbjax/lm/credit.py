@@ -25,7 +25,10 @@ from collections.abc import Sequence
 import jax
 import numpy as np
 
-from rbjax.agents.runs.history import ToolHistory
+from rbjax import policies
+from rbjax.agents.engine.batch import AgentEngine
+from rbjax.agents.runs.history import ToolHistory, of_stores, warm_up
+from rbjax.agents.runs.loop import store_tools
 
 
 @dataclasses.dataclass(frozen=True)
@@ -44,8 +47,6 @@ def morning_of(engine, slot: int, key: jax.Array, tools, row: dict | None = None
     """Slot ``slot`` of ``engine`` as it is now (after a step, before the next ``begin_day``), with its episode
     key ``key`` and its tools ``tools``. row: the slot's ``engine.row()`` read on the engine's thread (None:
     read here, for callers on that thread)."""
-    from rbjax.agents.runs.history import of_stores
-
     today = engine.today(slot)
     state = (engine.row(slot) if row is None else row)["state"]
     return Morning(today.day, state, key, of_stores(today.day, "", [tools]))
@@ -64,11 +65,6 @@ def values(
     ``ends[i]`` after policy ``references[i]`` runs it from ``mornings[i]`` through the tools
     (``history.warm_up``), one engine step a day for all the mornings that share a reference. max_lines,
     tool_options: the session pool's engine and tools' (``AgentEngine``, ``StoreTools``)."""
-    from rbjax import policies
-    from rbjax.agents.engine.batch import AgentEngine
-    from rbjax.agents.runs.history import warm_up
-    from rbjax.agents.runs.loop import store_tools
-
     out = np.zeros(len(mornings), np.float64)
     for reference in dict.fromkeys(references):
         idx = [i for i, r in enumerate(references) if r == reference]

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -32,6 +33,7 @@ import numpy as np
 from rbjax import policies
 from rbjax.agents.runs.policy import order_calls
 from rbjax.arguments import ArgumentError
+from rbjax.files.record_files import atomic_file
 from rbjax.lm import conversation
 from rbjax.lm.pool import SessionPool
 from rbjax.lm.tasks import Task
@@ -67,7 +69,7 @@ def token_counter(tokenizer: str | None = None) -> tuple[Callable[[str], int], s
     if tokenizer is None:
         return (lambda text: math.ceil(len(text) / 4)), ESTIMATE
     try:
-        from transformers import AutoTokenizer
+        from transformers import AutoTokenizer  # lazy: optional (the trl extra)
     except ImportError:
         raise ArgumentError(
             "{tokenizer} needs transformers (pip install transformers)", "tokenizer"
@@ -198,8 +200,6 @@ def _play(pool: SessionPool, tasks: Sequence[Task], teacher: str, form: str, cou
 
 def write_rows(rows: Sequence[dict], path: str) -> None:
     """``rows`` as JSON Lines in ``path`` (written atomically)."""
-    from rbjax.files.record_files import atomic_file
-
     with atomic_file(path) as f:
         for row in rows:
             f.write(json.dumps(row) + "\n")
@@ -208,8 +208,6 @@ def write_rows(rows: Sequence[dict], path: str) -> None:
 def read_rows(path: str, where: str = "demos") -> list[dict]:
     """The rows of a demonstrations file; ArgumentError naming ``where`` for a missing file or a row that is
     not one (no ``task``, ``messages`` or ``reward``)."""
-    import os
-
     if not os.path.isfile(path):
         raise ArgumentError(f"{{{where}}} {path}: no such file", where)
     rows = []

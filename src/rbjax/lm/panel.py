@@ -31,6 +31,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from rbjax import policies
+from rbjax.runners import continuation
+from rbjax.runners.batches import batch_bucket
 from rbjax.state import Action
 
 MEMBERS = ("reference", "null", "keep_prices", "no_orders", "random", "noisy_orders", "noisy_prices")
@@ -82,8 +85,6 @@ def panel_policy(reference):
     """A policy that plays panel member ``member`` on the mornings before ``switch_day`` and ``reference`` from
     then on. params: ((reference's params, the random policy's params), (member [] int32, switch_day [] int32,
     order_sigma [], price_sigma [] float32))."""
-    from rbjax import policies
-
     random_fn = policies.POLICIES["random"].fn
 
     def play(params, obs, privileged, key):
@@ -113,10 +114,6 @@ def member_gains(
     ``reference`` from the snapshot ``snap``'s stores ``rows`` ([n]), every member on each store's own
     random numbers (one ``rollout_from``). members: indices into ``MEMBERS``; order_sigmas, price_sigmas:
     [len(members)] the noisy members' spreads (default ``ORDER_SIGMA``, ``PRICE_SIGMA``)."""
-    from rbjax import policies
-    from rbjax.runners import continuation
-    from rbjax.runners.batches import batch_bucket
-
     given, M = len(rows), len(members)
     rows = np.asarray(rows, np.int64)
     rows = np.concatenate([rows, np.repeat(rows[-1:], batch_bucket(given) - given)])  # a few batch sizes, so

@@ -32,6 +32,8 @@ from rbjax.agents.engine.scheduler import DayScheduler
 from rbjax.agents.runs.day_start import DayStart, open_day_start, seat
 from rbjax.agents.runs.loop import names_of
 from rbjax.agents.runs.policy import PolicyDriver
+from rbjax.checks import need_count
+from rbjax.lm.credit import turn_rewards, values
 from rbjax.lm.rewards import check_kind
 from rbjax.lm.session import Session, SessionError
 from rbjax.lm.tasks import Task
@@ -57,8 +59,6 @@ class SessionPool:
         credit: bool = True,
         **tool_options,
     ):
-        from rbjax.checks import need_count
-
         need_count("slots", slots)
         self.reward_kind = check_kind(reward)
         self.env, self.params = start.env, start.params
@@ -204,8 +204,6 @@ class SessionPool:
         engine step a day for all of them (the sessions given together: ``end_days`` gives those whose episodes
         ended in one step; ``Session.asettle`` one). Nothing when the pool credits no day. A failure leaves
         ``turn_rewards`` None and says why in ``credit_error``: the episode itself is over and scored."""
-        from rbjax.lm.credit import turn_rewards, values
-
         todo = [s for s in sessions if s.awaiting_credit]
         mornings = [m for s in todo for m in s.mornings]
         ends = [s.end for s in todo for _ in s.mornings]

@@ -12,6 +12,7 @@ in one batched step, and reports per row the reward got, the recorded one, and t
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Sequence
 
 from rbjax.lm import conversation
@@ -107,9 +108,7 @@ def replay_openenv(
     calls made as a model's, ``concurrency`` rows at once (their days share the server's batched steps), each
     request given ``timeout_s`` seconds.
     Needs ``openenv`` (``pip install 'rbjax[openenv]'``)."""
-    import asyncio
-
-    from openenv.core.mcp_client import MCPToolClient
+    from openenv.core.mcp_client import MCPToolClient  # lazy: the openenv extra
 
     gate = asyncio.Semaphore(concurrency)
 

@@ -23,6 +23,7 @@ import time
 from rbjax.agents.runs.history import play_policy_day
 from rbjax.agents.runs.loop import begin_day, end_day, open_day
 from rbjax.lm import rewards
+from rbjax.lm.credit import morning_of
 
 
 class SessionError(Exception):
@@ -176,8 +177,6 @@ class Session:
         if not self.deciding:
             return text
         if keep:  # the morning between two decided days, before the next one begins
-            from rbjax.lm.credit import morning_of
-
             self.mornings.append(morning_of(self.pool.engine, self.slot, self.key, self.tools, row))
         self.morning = self._begin()
         return text + "\n\n" + self.morning

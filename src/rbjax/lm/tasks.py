@@ -21,7 +21,16 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from rbjax import policies
+from rbjax.agents.engine.batch import AgentEngine
+from rbjax.agents.runs.day_start import keep_histories, open_day_start, seat, take_stores
+from rbjax.agents.runs.history import warm_up
 from rbjax.arguments import ArgumentError
+from rbjax.counts import is_whole
+from rbjax.files.record_files import atomic_file
+from rbjax.files.slices_folder import open_slices_folder, read_manifest
+from rbjax.lm.panel import MEMBERS, panel_rewards, summarize
+from rbjax.lm.rewards import scale
 
 PROMPT = (
     "You manage store {store} of a supermarket chain from {date} for {days} day(s). Each day, look at the "
@@ -153,8 +162,6 @@ def task_of(
     """The ``Task`` of store ``store`` of ``start`` (a ``day_start.DayStart``) for ``days`` decided days and
     ``tail`` days of continuation, the reference's gain over all of them given; panel: [len(MEMBERS)] the
     panel's rewards (``panel.panel_rewards``' row) or None."""
-    from rbjax.lm.rewards import scale
-
     m, env = start.manifest, start.env
     start_nw = float(np.asarray(start.snapshot.state.net_worth)[store])
     date = env.catalog.date_of(int(start.params.open_day) + start.day).isoformat()
@@ -184,8 +191,6 @@ def panel_fields(rewards) -> dict:
     """The task row's panel, headroom and spread of one task's panel rewards ([len(MEMBERS)], or None)."""
     if rewards is None:
         return {}
-    from rbjax.lm.panel import MEMBERS, summarize
-
     headroom, spread = summarize(np.asarray(rewards, np.float64)[None])
     return {
         "panel": {m: float(r) for m, r in zip(MEMBERS, rewards, strict=True)},
@@ -214,12 +219,6 @@ def make_tasks(
     on). note: called with a line per snapshot day. ValueError (one line) for
     a folder, day, size or tail that does not fit (a continuation past the run's horizon is refused, never
     shortened)."""
-    from rbjax.agents.runs.day_start import keep_histories, open_day_start
-    from rbjax.counts import is_whole
-    from rbjax.files.slices_folder import open_slices_folder, read_manifest
-    from rbjax.lm.panel import panel_rewards
-    from rbjax.lm.rewards import scale
-
     if not os.path.isdir(folder):
         raise ArgumentError(f"{{from_states}} {folder}: not a folder", "from_states")
     if not os.path.isfile(os.path.join(folder, "slices.json")):
@@ -286,11 +285,6 @@ def reference_gains(start, days: int, reference: str, rows=None) -> np.ndarray:
     program a session's store takes, so the reference played through a session gains exactly this.
     (``rollout``'s scan is another XLA program: a float it keeps may differ from the agent engine's by an ulp,
     and a decision on it may then differ.)"""
-    from rbjax import policies
-    from rbjax.agents.engine.batch import AgentEngine
-    from rbjax.agents.runs.day_start import seat, take_stores
-    from rbjax.agents.runs.history import warm_up
-
     snap, env = start.snapshot, start.env
     rows = list(range(snap.num_stores) if rows is None else rows)
     policy, policy_params = policies.make(reference, env)
@@ -304,8 +298,6 @@ def reference_gains(start, days: int, reference: str, rows=None) -> np.ndarray:
 
 def write_tasks(tasks: Sequence[Task], path: str) -> None:
     """``tasks`` as JSON Lines in ``path`` (one task a line; written atomically)."""
-    from rbjax.files.record_files import atomic_file
-
     with atomic_file(path) as f:
         for t in tasks:
             f.write(json.dumps(t.to_row()) + "\n")

@@ -27,7 +27,11 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from rbjax import policies
+from rbjax.agents.runs.folder import prepare_folder, run_files
+from rbjax.agents.runs.history import warm_up
 from rbjax.arguments import ArgumentError
+from rbjax.files.record_files import atomic_file
 from rbjax.lm import rewards
 from rbjax.lm.tasks import Task
 
@@ -125,8 +129,6 @@ def prepare_out(out: str, groups: Sequence[TaskGroup], overwrite: bool = False) 
     """``out`` and each run's folder in it ready (``folder.prepare_folder``): a folder that holds a tasks
     table or a run already is refused unless ``overwrite`` (then those files go first). ValueError (one line)
     for a used or unwritable folder; nothing is written before every folder is checked."""
-    from rbjax.agents.runs.folder import prepare_folder, run_files
-
     table = os.path.join(out, TABLE)
     if not overwrite:
         if os.path.exists(table):
@@ -175,9 +177,6 @@ def play_tail(group: TaskGroup, sl) -> np.ndarray:
     session's continuation is played (``history.warm_up``: the calls of ``history.play_policy_day``), with no
     trace and no decision gaps counted. Returns [S] each engine store's net worth afterwards (float64 of the
     engine's float32). ValueError when a store open after the run is not on the slice's last morning."""
-    from rbjax import policies
-    from rbjax.agents.runs.history import warm_up
-
     engine, stop = sl.engine, group.day + group.days
     for s in range(engine.B):
         today = engine.today(s)
@@ -230,8 +229,6 @@ def score(group: TaskGroup, sl, records, end_net_worth: np.ndarray | None = None
 def write_table(rows: dict[int, dict], path: str) -> pd.DataFrame:
     """The tasks' rows (``score``'s, of every run) as a CSV in the tasks file's order, written atomically;
     returns the table."""
-    from rbjax.files.record_files import atomic_file
-
     table = pd.DataFrame([rows[k] for k in sorted(rows)], columns=list(COLUMNS))
     with atomic_file(path) as f:
         table.to_csv(f, index=False)

@@ -26,8 +26,8 @@ server's event loop.
 - the session is closed when OpenEnv closes the instance (the client disconnects or closes its session, or it
   is idle ``idle_timeout`` seconds); ``GET /rbjax/health`` shows the pool's slots.
 
-``openenv``, ``fastmcp`` and ``uvicorn`` (``pip install 'rbjax[openenv]'``) are imported only when this
-module's classes or ``make_app`` are used.
+``openenv``, ``fastmcp``, ``mcp``, ``fastapi``, ``pydantic`` and ``uvicorn`` (``pip install 'rbjax[openenv]'``)
+are imported only when this module's classes or ``make_app`` are used.
 """
 
 from __future__ import annotations
@@ -36,6 +36,13 @@ import asyncio
 import functools
 import sys
 import threading
+from typing import Any
+
+from rbjax.agents.tools.specs import TOOL_SPECS, describe
+from rbjax.lm.http.protocol import served_task
+from rbjax.lm.pool import SessionPool
+from rbjax.lm.session import SessionError
+from rbjax.lm.tasks import read_tasks
 
 POOL = None  # the module's _Building pool (make_app; the SessionPool: _pool())
 TASKS: dict = {}  # {id: Task} a client may name by id
@@ -74,9 +81,6 @@ def make_app(
     from openenv.core.env_server.http_server import create_app
     from openenv.core.env_server.mcp_types import CallToolAction, CallToolObservation
     from openenv.core.env_server.types import ConcurrencyConfig
-
-    from rbjax.lm.pool import SessionPool
-    from rbjax.lm.tasks import read_tasks
 
     tasks = read_tasks(tasks_path)  # a bad tasks file fails here, in the foreground
     if POOL is not None and POOL.ready.is_set() and POOL.pool is not None:
@@ -130,8 +134,6 @@ def task_of(spec):
     """The served Task a reset's ``task`` names: a served task's id, or its row unchanged
     (``rbjax.lm.http.protocol.served_task``); None: the served tasks in turn; TaskRefused (one line)
     otherwise."""
-    from rbjax.lm.http.protocol import served_task
-
     if spec is None and TASKS:
         served = list(TASKS.values())
         _TURN[0] += 1
@@ -224,8 +226,6 @@ def _observation_classes() -> tuple[type, type]:
 
 def _forward_tool_class() -> type:
     """ForwardTool: the fastmcp ``Tool`` class of the benchmark's tools, each bound to one environment."""
-    from typing import Any
-
     from fastmcp.tools import Tool
     from fastmcp.tools.base import ToolResult
     from mcp.types import TextContent
@@ -250,8 +250,6 @@ def _mcp_server(env, forward_tool: type):
     """A ``FastMCP`` server of the benchmark's tools (``TOOL_SPECS``, described as every face describes them),
     each forwarding to ``env``."""
     from fastmcp import FastMCP
-
-    from rbjax.agents.tools.specs import TOOL_SPECS, describe
 
     mcp = FastMCP("rbjax")
     for spec in TOOL_SPECS:
@@ -292,8 +290,6 @@ class _Episodes:
         return self._opened(episode_id)
 
     def _opened(self, episode_id):
-        from rbjax.agents.tools.specs import TOOL_SPECS
-
         s = self.session
         self.episode_id, self.steps, self.rewarded = episode_id, 0, False
         return self._observation_cls(
@@ -310,8 +306,6 @@ class _Episodes:
         """Tool ``name`` on the session: {"text", "done", "reward", "day", "turn_rewards"}; ToolError when no
         episode is open or the session refuses the call."""
         from fastmcp.exceptions import ToolError
-
-        from rbjax.lm.session import SessionError
 
         s = self.session
         if s is None:

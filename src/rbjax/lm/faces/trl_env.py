@@ -44,6 +44,10 @@ import inspect
 from typing import ClassVar
 
 from rbjax.agents.tools.specs import TOOL_SPECS, describe
+from rbjax.checks import need_count
+from rbjax.lm.pool import SessionPool
+from rbjax.lm.rewards import check_kind
+from rbjax.lm.tasks import Task
 
 _TYPES = {"string": str, "number": float, "integer": int, "boolean": bool, "object": dict}
 
@@ -113,9 +117,6 @@ class RetailEnvironment:
         """Open a session on the task of ``row`` (a tasks file's row; extra columns such as ``prompt`` are
         ignored) and return the store's morning (the text TRL appends to the prompt). RuntimeError when
         every slot of the pool holds a rollout."""
-        from rbjax.lm.pool import SessionPool
-        from rbjax.lm.tasks import Task
-
         task = Task.from_row(row)
         cls = type(self)
         if cls.pool is None:
@@ -162,9 +163,6 @@ def environment_class(slots: int = 8, reward: str = "relative") -> type[RetailEn
     """A ``RetailEnvironment`` class for ``environment_factory`` with its own pool (made at its first ``reset``)
     of ``slots`` stores, reporting rewards of kind ``reward`` (``rewards.KINDS``); TRL logs the reward under
     the name ``RetailEnvironment``. ValueError naming the argument."""
-    from rbjax.checks import need_count
-    from rbjax.lm.rewards import check_kind
-
     slots = need_count("slots", slots, whole=True)
     return type(
         "RetailEnvironment",

@@ -38,6 +38,10 @@ import logging
 import re
 import urllib.parse
 
+from rbjax.agents.tools.specs import TOOL_NAMES, openai_functions
+from rbjax.lm.session import SessionError
+from rbjax.lm.tasks import FIELDS, Task
+
 log = logging.getLogger("rbjax.lm.http")
 
 MAX_BODY = 4 << 20  # bytes of a request's body
@@ -65,8 +69,6 @@ class JsonApi:
     closes a connection's sessions when it ends. No sockets here: any transport can carry it."""
 
     def __init__(self, pool, tasks: dict):
-        from rbjax.agents.tools.specs import TOOL_NAMES, openai_functions
-
         self.pool, self.tasks = pool, tasks
         self.tool_names, self.specs = list(TOOL_NAMES), openai_functions()
 
@@ -136,8 +138,6 @@ class JsonApi:
 
     def session(self, sid: str):
         """The open ``Session`` of id ``sid``; a 404 otherwise."""
-        from rbjax.lm.session import SessionError
-
         try:
             return self.pool.get(sid)
         except SessionError as e:
@@ -152,8 +152,6 @@ class JsonApi:
 
     async def open(self, body: dict, owned: dict) -> dict:
         """``POST /sessions``: {session, morning, info, tools} of a new session on the body's task."""
-        from rbjax.lm.session import SessionError
-
         if "task" not in body:
             raise HttpError(400, "body field 'task' is missing")
         task = self.task_of(body["task"])
@@ -187,8 +185,6 @@ class JsonApi:
 
     async def call(self, sid: str, body: dict) -> dict:
         """``POST /sessions/{sid}/call``: {text, done, reward, info} of the body's tool call."""
-        from rbjax.lm.session import SessionError
-
         tool = body.get("tool")
         if not isinstance(tool, str):
             raise HttpError(400, "body field 'tool' must be a tool's name (a string)")
@@ -201,8 +197,6 @@ class JsonApi:
 
     async def finish(self, sid: str) -> dict:
         """``POST /sessions/{sid}/finish``: {info} once the session has played to its horizon."""
-        from rbjax.lm.session import SessionError
-
         session = self.session(sid)
         try:
             return {"info": await session.afinish()}
@@ -231,8 +225,6 @@ def served_task(spec, tasks: dict, listing: str):
 
     The served ``Task`` object is returned, never one made from the row: a client cannot make the server open
     another folder, or score with another reference gain or scale. ValueError (one line) otherwise."""
-    from rbjax.lm.tasks import FIELDS, Task
-
     if isinstance(spec, str):
         if spec not in tasks:
             raise ValueError(f"no task {spec!r} among the served tasks ({listing})"[:300])

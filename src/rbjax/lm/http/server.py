@@ -29,6 +29,8 @@ from rbjax.lm.http.protocol import (
     log,
     reap,
 )
+from rbjax.lm.pool import SessionPool
+from rbjax.lm.tasks import read_tasks
 
 BLANK = (b"\r\n", b"\n")
 DEADLINE = getattr(asyncio, "timeout", None)  # Python 3.11+: a deadline without a task of its own
@@ -250,9 +252,6 @@ async def serve(
     ready: called with the ``JsonServer`` once it listens (``.url``, ``.pool``, ``.stop()``). request_timeout:
     seconds a request's bytes may take (``JsonServer``). pool_options: more ``SessionPool`` options (reward,
     max_wait, code limits)."""
-    from rbjax.lm.pool import SessionPool
-    from rbjax.lm.tasks import read_tasks
-
     tasks = read_tasks(tasks_path)
     pool = SessionPool.for_task(tasks[0], slots=slots, idle_timeout=idle_timeout, **pool_options)
     reap_every = None if idle_timeout is None else max(0.5, min(5.0, idle_timeout / 4))
