@@ -5,12 +5,16 @@
 The classic policies' parameters are chosen by a sweep on ``--sweep-seeds`` seeds (survival first, then
 net worth, as the paper selects its runs); every row is then
 evaluated on the same ``--seeds`` fresh seeds (common random numbers, seeds disjoint from the sweep's).
-Writes benchmarks/out/baselines.md and baselines.csv (one row per policy and store).
+Writes benchmarks/out/baselines.md and baselines.csv (one row per policy and store), and keeps
+benchmarks/results/baselines.json (each row's main-table means and sds, the swept parameters, with the commit,
+machine, date and command), which ``tests/test_recorded_results.py`` holds the README's PPO row and
+docs/results.md's table to.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from pathlib import Path
@@ -22,6 +26,9 @@ import pandas as pd
 import rbjax
 from rbjax import policies
 from rbjax.results import metrics, paper
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from recorded import provenance, stat, write  # noqa: E402
 
 BASE_STOCK_GRID = rbjax.grid(
     cover_days=[6.0, 10.0, 16.0, 22.0, 30.0],
@@ -62,12 +69,15 @@ def best_point(env, policy, defaults, params, points, seeds):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--checkpoint", default="runs/ppo", help="PPO run folder (skipped if missing)")
+    ap.add_argument(
+        "--checkpoint", default=str(rbjax.PPO_CHECKPOINT), help="PPO run folder (skipped if missing)"
+    )
     ap.add_argument("--seeds", type=int, default=128)
     ap.add_argument("--sweep-seeds", type=int, default=32)
     ap.add_argument("--out", default="benchmarks/out")
     args = ap.parse_args(argv)
-    rbjax.devices.split_cpu()
+    rbjax.setup()  # one device per core, as the CLI
+    source = provenance(sys.argv if argv is None else ["", *argv], "benchmarks/baselines.py")
     env = rbjax.Env()
     params = env.default_params()
     keys = jax.random.split(jax.random.key(EVAL_KEY), args.seeds)
@@ -107,6 +117,15 @@ def main(argv=None):
     text = markdown(rows, args.seeds, bs_best, ss_best)
     (out / "baselines.md").write_text(text)
     print(text)
+    kept = {
+        name: {m: stat(t[m]) for m in metrics.MAIN_TABLE}
+        | {"survives": float((t.survival_days >= 180).mean())}
+        for name, t in rows.items()
+    }
+    swept = {"base_stock": bs_best, "s_S": ss_best}
+    write(
+        "baselines", dict(**source, seeds=args.seeds, days=180, eval_key=EVAL_KEY, swept=swept, policies=kept)
+    )
 
 
 def markdown(rows: dict, seeds: int, bs_best: dict, ss_best: dict) -> str:

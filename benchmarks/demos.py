@@ -32,7 +32,7 @@ from pathlib import Path
 import rbjax
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from planner import OUT, RESULTS, provenance  # noqa: E402
+from recorded import OUT, provenance, write  # noqa: E402
 
 
 def mixed_set(work: Path, stores: int, wanted: int) -> str:
@@ -142,8 +142,7 @@ def main() -> None:
         },  # fmt: skip
         "teachers": teachers,
     }
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "demos.json").write_text(json.dumps(out, indent=1) + "\n")
+    write("demos", out)
     print(json.dumps(out, indent=1))
     print("\n".join(table_row(t, r) for t, r in teachers.items()))
 

@@ -20,7 +20,6 @@ and command).
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
@@ -31,13 +30,14 @@ import numpy as np
 import pandas as pd
 
 import rbjax
-from rbjax.policies import OracleParams, make_planner, oracle
+from rbjax.policies import OracleParams, PlanSettings, make_planner, oracle
 from rbjax.results import metrics
 from rbjax.rl.distill import DistillConfig, Student, StudentConfig, distill, save
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from agent_tools import markdown_table  # noqa: E402
-from planner import HELD_OUT_SEED, OUT, RESULTS, paired_row, provenance, timed_rollout  # noqa: E402
+from planner import HELD_OUT_SEED, paired_row, timed_rollout  # noqa: E402
+from recorded import OUT, provenance, read, write  # noqa: E402
 
 CHECKPOINTS = Path(__file__).parents[1] / "checkpoints"
 SHIPPED = {True: "distilled_hard_v2", False: "distilled_obs_hard_v2"}
@@ -94,12 +94,12 @@ def main() -> None:
             )
     if not args.skip_planners:
         student = Student(config[True].student)
-        planner, pp = make_planner(env, student, trained[True][1][-1])
+        planner, pp = make_planner(env, PlanSettings(base=student), trained[True][1][-1])
         rows[f"planner, base distilled round {args.rounds - 1}"] = evaluate(
             env, params, keys, args.days, planner, pp
         )
 
-    shipped_planner = json.loads((RESULTS / "planner_heldout.json").read_text())
+    shipped_planner = read("planner_heldout")
     assert (shipped_planner["stores"], shipped_planner["days"], shipped_planner["seed"]) == (
         args.stores,
         args.days,
@@ -178,7 +178,6 @@ def main() -> None:
     print(text)
     OUT.mkdir(exist_ok=True)
     (OUT / "distill.md").write_text(text)
-    RESULTS.mkdir(exist_ok=True)
     out = dict(
         **source,
         stores=args.stores,
@@ -188,7 +187,7 @@ def main() -> None:
         policies=record,
         curves=curves,
     )
-    (RESULTS / "distill.json").write_text(json.dumps(out, indent=1) + "\n")
+    write("distill", out)
 
 
 if __name__ == "__main__":

@@ -5,23 +5,28 @@
 A run is a category grouping (20 or ref19), optionally with ":own-records": the oracle without the pre-opening
 sales records (``OracleParams(opening_history=False)``, ``docs/results.md``, "The oracle's expired units").
 Writes benchmarks/out/fidelity.md (main-table metrics, mean ± sd, the paper's value and the gap in sd),
-fidelity_stores_<run>.csv and oracle_net_worth.png (mean path and bands beside the paper's path).
+fidelity_stores_<run>.csv and oracle_net_worth.png (mean path and bands beside the paper's path), and keeps
+benchmarks/results/fidelity.json (each run's main-table means and sds, with the commit, machine, date and
+command), which ``tests/test_recorded_results.py`` holds the README's oracle row and docs/results.md to.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import sys
 import time
 
 import jax
 
+import rbjax
 from rbjax import Env, EnvConfig, load_catalog, rollout
 from rbjax.policies import OracleParams, oracle
 from rbjax.results import metrics, paper
 from rbjax.results.plots import plot_net_worth
 
-OUT = os.path.join(os.path.dirname(__file__), "out")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from recorded import OUT, provenance, stat, write  # noqa: E402
 
 
 def run(name: str, stores: int, seed: int):
@@ -52,10 +57,17 @@ def main() -> None:
     ap.add_argument("--runs", nargs="+", default=["20", "ref19", "20:own-records"])
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args()
+    rbjax.setup()  # one device per core, as the CLI
+    source = provenance(sys.argv, "benchmarks/fidelity.py")
     os.makedirs(OUT, exist_ok=True)
     lines, paths = [f"# Oracle fidelity: {args.stores} seeds x 180 days vs the paper's run\n"], {}
+    kept = {}
     for name in args.runs:
         table, paths[name], seconds = run(name, args.stores, args.seed)
+        kept[name] = {m: stat(table[m]) for m in metrics.MAIN_TABLE} | {
+            "survives": float((table["survival_days"] >= 180).mean()),
+            "mean_net_worth_by_day": {d: float(paths[name].mean(0)[d]) for d in (13, 60, 120, 180)},
+        }
         csv = f"fidelity_stores_{name.replace(':', '_')}.csv"
         table.to_csv(os.path.join(OUT, csv), index_label="store")
         cmp = metrics.compare(
@@ -83,10 +95,11 @@ def main() -> None:
     fig = plot_net_worth(
         paths[args.runs[0]], paper.ORACLE_NET_WORTH, label=f"rbjax ({args.runs[0]} categories)"
     )
-    fig.savefig(os.path.join(OUT, "oracle_net_worth.png"), dpi=120)
+    fig.savefig(OUT / "oracle_net_worth.png", dpi=120)
     with open(os.path.join(OUT, "fidelity.md"), "w") as fh:
         fh.write("\n".join(lines) + "\n")
     print("\n".join(lines))
+    write("fidelity", dict(**source, stores=args.stores, days=180, seed=args.seed, runs=kept))
 
 
 if __name__ == "__main__":

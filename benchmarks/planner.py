@@ -20,35 +20,30 @@ Prints and writes benchmarks/out/planner.md (the tables of docs/results.md, "Bey
 from __future__ import annotations
 
 import argparse
-import datetime
-import json
 import os
-import platform
-import subprocess
 import sys
 import time
-from pathlib import Path
 
 import jax
 import numpy as np
 import pandas as pd
 
 import rbjax
-from rbjax.policies import OracleParams, make_planner, oracle
+from rbjax.policies import OracleParams, PlanSettings, make_planner, oracle
+from rbjax.policies.planner import candidate_count
 from rbjax.results import metrics, paper
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from agent_tools import markdown_table  # noqa: E402
+from recorded import OUT, provenance, read, write  # noqa: E402
 
-OUT = Path(__file__).parent / "out"
-RESULTS = Path(__file__).parent / "results"
 HELD_OUT_SEED = 20261128  # never used to choose a setting of the planner
 PRICES, ORDERS = [0.9, 1.25, 1.5, 2.0, 3.0], [0.0, 0.5, 2.0]
 LEVERS = {  # label -> PlannerParams overrides (which candidate moves are tried beside the base action)
     "prices, orders": {},
     "prices only": dict(order_moves=[]),
     "orders only": dict(price_moves=[]),
-    "prices, orders, cheapest supplier": dict(cheapest=True),
+    "prices, orders, cheapest supplier": dict(cheapest=True),  # cheapest: a PlanSettings field
     "cheapest supplier only": dict(price_moves=[], order_moves=[], cheapest=True),
 }
 DEFAULT = "prices, orders"
@@ -95,7 +90,10 @@ def paired_row(base: np.ndarray, other: np.ndarray) -> dict:
 
 
 def planner(env, levers: str, futures: int, horizon: int, every: int, halving: bool):
-    return make_planner(env, futures=futures, horizon=horizon, every=every, halving=halving, **LEVERS[levers])
+    moves = dict(LEVERS[levers])
+    cheapest = moves.pop("cheapest", False)
+    settings = PlanSettings(futures=futures, horizon=horizon, every=every, halving=halving, cheapest=cheapest)
+    return make_planner(env, settings, **moves)
 
 
 def main() -> None:
@@ -113,7 +111,7 @@ def main() -> None:
     if args.held_out:
         args.seed, args.no_sweep = HELD_OUT_SEED, True
     rbjax.setup(cache="none")  # one device per core, as the CLI; every program compiles in this run
-    source = provenance(sys.argv)  # the tree the run starts from
+    source = provenance(sys.argv, "benchmarks/planner.py")  # the tree the run starts from
     env = rbjax.Env()
     params = env.default_params().replace(horizon=np.int32(args.days))
     keys = jax.random.split(jax.random.key(args.seed), args.stores)
@@ -138,7 +136,8 @@ def main() -> None:
         "",
         f"wall time, compiled: oracle {t_o:.1f} s, planner {t_p:.1f} s ({t_p / t_o:.1f}x); first call "
         f"(compiling): oracle {c_o:.1f} s, planner {c_p:.1f} s. The planner simulates C x M x H / every = "
-        f"{pp.candidates} x {pl.futures} x {pl.horizon} / {pl.every} = {per_day:.0f} store-days per decided "
+        f"{candidate_count(pp)} x {settings.futures} x {settings.horizon} / {settings.every} = {per_day:.0f} "
+        "store-days per decided "
         f"store-day: {args.stores * args.days * per_day / t_p:,.0f} simulated store-days/s",
         "",
     ]
@@ -150,7 +149,8 @@ def main() -> None:
         lines += [f"### {name}", "", "```", metrics.format_compare(cmp), "```", ""]
     oracle_mean = tables["oracle"]["final_net_worth"].mean()
     plan_mean = tables["plan"]["final_net_worth"].mean()
-    llm, ppo = paper.LLM_ROWS[paper.BEST_LLM]["final_net_worth"], 69_659.0
+    llm = paper.LLM_ROWS[paper.BEST_LLM]["final_net_worth"]
+    ppo = read("baselines")["policies"]["PPO (greedy)"]["final_net_worth"]["mean"]
     lines += [
         "### The ceiling, measured",
         "",
@@ -158,7 +158,7 @@ def main() -> None:
         "|---|---|---|---|",
         f"| planner | {plan_mean:,.0f} | {plan_mean / oracle_mean:.0%} | 100 % |",
         f"| oracle | {oracle_mean:,.0f} | 100 % | {oracle_mean / plan_mean:.0%} |",
-        f"| PPO (greedy, docs/results.md) | {ppo:,.0f} | {ppo / oracle_mean:.0%} | {ppo / plan_mean:.0%} |",
+        f"| PPO (greedy, results/baselines.json) | {ppo:,.0f} | {ppo / oracle_mean:.0%} | {ppo / plan_mean:.0%} |",
         f"| best LLM ({paper.BEST_LLM}, paper) | {llm:,.0f} | {llm / oracle_mean:.0%} | {llm / plan_mean:.0%} |",
         "",
     ]
@@ -173,7 +173,7 @@ def main() -> None:
             rows.append(
                 {
                     "levers": levers,
-                    "C": pp.candidates,
+                    "C": candidate_count(pp, pl.settings.cheapest),
                     "M": futures,
                     "H": horizon,
                     "every": every,
@@ -199,9 +199,7 @@ def main() -> None:
     OUT.mkdir(exist_ok=True)
     (OUT / "planner.md").write_text(text)
     if args.held_out:
-        record = recorded(args, source, tables, row, dict(oracle=t_o, plan=t_p), per_day)
-        RESULTS.mkdir(exist_ok=True)
-        (RESULTS / "planner_heldout.json").write_text(json.dumps(record, indent=1) + "\n")
+        write("planner_heldout", recorded(args, source, tables, row, dict(oracle=t_o, plan=t_p), per_day))
 
 
 def recorded(args, source: dict, tables: dict, row: dict, wall: dict, per_day: float) -> dict:
@@ -222,21 +220,6 @@ def recorded(args, source: dict, tables: dict, row: dict, wall: dict, per_day: f
         simulated_per_decided=per_day,
         policies=summary,
         paired={k: float(v) for k, v in row.items()},
-    )
-
-
-def provenance(argv: list[str], script: str = "benchmarks/planner.py") -> dict:
-    """The commit (with '+changes' when the tree differs from it), machine, date and command of a run."""
-
-    def git(*a):
-        return subprocess.run(["git", *a], capture_output=True, text=True, cwd=Path(__file__).parent).stdout
-
-    dirty = "+changes" if git("status", "--porcelain", "--untracked-files=no").strip() else ""
-    return dict(
-        commit=git("rev-parse", "HEAD").strip() + dirty,
-        machine=f"{platform.machine()}, {os.cpu_count()} cores, {jax.devices()[0].platform}",
-        date=datetime.date.today().isoformat(),
-        command="python " + " ".join([script, *argv[1:]]),
     )
 
 

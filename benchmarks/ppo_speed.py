@@ -30,7 +30,7 @@ import rbjax
 from rbjax.perf.op_profile import by_function, kernel_profile
 from rbjax.perf.profiling import time_call
 from rbjax.rl import ppo
-from rbjax.runners.rollout import compiled
+from rbjax.runners.rollout_programs import compiled
 
 OUT = Path(__file__).parent / "out"
 

@@ -92,9 +92,9 @@ def reference_cost(worlds: int, seed: int) -> float:
 
 def reset_ratio(stores: int, seed: int, repeats: int = 4) -> dict:
     """Default and one-attempt ``Env.reset`` (seconds per store), timed alternately on the devices of this
-    process, the way ``rollout`` runs them (``rollout.compiled``: stores sharded over every device)."""
+    process, the way ``rollout`` runs them (``rollout_programs.compiled``: stores sharded over every device)."""
     from rbjax.policies import make
-    from rbjax.runners.rollout import compiled
+    from rbjax.runners.rollout_programs import compiled
 
     env = Env()
     params = env.default_params()

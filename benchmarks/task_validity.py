@@ -130,7 +130,7 @@ def played(env, snap, state, keys, members, first: int, days: int):
     )
     rec, final = continuation.rollout_from(
         env,
-        panel.panel_policy(policies.make("oracle", env)[0]),
+        panel.PanelPolicy(policies.make("oracle", env)[0]),
         (shared, per_store),
         snap.env_params(env),
         state,

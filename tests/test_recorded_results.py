@@ -6,6 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from rbjax.perf import reference
+
 ROOT = Path(__file__).parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
 
@@ -68,3 +70,49 @@ def test_the_demonstrations_table_is_the_recorded_one():
             None,
             r["tasks"],
         )
+
+
+def main_row(label: str, row: dict, sd_all: bool = True) -> str:
+    """A row of the README's headline table: survival, then final net worth, total sales and expired ratio
+    (each 'mean ± sd', or the means alone past net worth where ``sd_all`` is False)."""
+    survives = f"{row['survives']:.0%}".replace("%", " %")
+    if sd_all:
+        cells = [pm(row["final_net_worth"]), pm(row["total_sales"]), pm(row["expired_ratio"], 4)]
+    else:
+        cells = [pm(row["final_net_worth"]), f"{row['total_sales']:,.0f}", f"{row['expired_ratio']:.4f}"]
+    return f"| {label} | {survives} | " + " | ".join(cells) + " |"
+
+
+def test_the_readmes_oracle_and_ppo_rows_are_the_recorded_ones():
+    """The oracle's row (benchmarks/fidelity.py) and PPO's (benchmarks/baselines.py, the shipped checkpoint)."""
+    readme, docs = (ROOT / "README.md").read_text(), (ROOT / "docs" / "results.md").read_text()
+    fidelity = record("fidelity.json")
+    oracle = fidelity["runs"]["20"]
+    assert main_row(f"oracle, rbjax, {fidelity['stores']:,} seeds", oracle) in readme
+    assert f"| final net worth | {pm(oracle['final_net_worth'])} |" in docs
+    baselines = record("baselines.json")
+    ppo = baselines["policies"]["PPO (greedy)"]
+    assert main_row(f"PPO (greedy), rbjax, {baselines['seeds']} seeds", ppo) in readme
+    assert f"| PPO (greedy) | 100 % | 180 ± 0 | {pm(ppo['final_net_worth'])} |" in docs
+
+
+def test_the_readmes_student_rows_are_the_recorded_ones():
+    rec = record("distill.json")
+    readme = (ROOT / "README.md").read_text()
+    last = max(int(k.rsplit(" ", 1)[1]) for k in rec["policies"] if k.startswith("distilled, round"))
+    for name, label in (("distilled", "student (privileged)"), ("distilled_obs", "student (agent's view)")):
+        row = rec["policies"][f"{name}, round {last}"]
+        assert main_row(f"{label}, {rec['stores']} held-out", row, sd_all=False) in readme, name
+
+
+def test_the_reference_machine_is_the_recorded_one():
+    """``rbjax.perf.reference`` (what the README states and ``bench --quick`` compares with) is the record of
+    benchmarks/main_job.py: the main job cold and warm, its peak memory, bench --quick's medians."""
+    rec = record("main_job.json")
+    q = reference.QUICK
+    assert q["main_job_cold_s"] == round(rec["runs"]["cold"]["wall"], 1)
+    assert q["main_job_warm_s"] == round(rec["runs"]["warm"]["wall"], 1)
+    assert round(rec["runs"]["cold"]["peak_gb"], 1) == reference.PEAK_GB
+    assert q["store_days_per_s"] == round(rec["quick"]["store_days_per_s"])
+    assert q["first_call_s"] == round(rec["quick"]["first_call_s"], 1)
+    assert (rec["stores"], rec["days"]) == (1000, 180)

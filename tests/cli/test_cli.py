@@ -110,6 +110,14 @@ def test_cli_rejects_bad_devices_seeds_learning_rates_and_fractional_integer_lea
         ("train ppo --lr nan --steps 1000", "PPOConfig.lr"),
         ("sweep --capacity 1.5", "EnvParams.capacity is an integer leaf"),
         ("oracle --supplier-attempts 0", "--supplier-attempts 0: EnvConfig.supplier_attempts must be >= 1"),
+        (
+            "run --policy plan --plan-horizon 0",
+            "--plan-horizon 0: must be an int >= 1",
+        ),  # PlanSettings' words
+        (
+            "run --policy plan --plan-futures 1 --plan-halving",
+            "--plan-halving needs --plan-futures 2 or more",
+        ),
     ]:
         err = cli_error(capsys, args)
         assert names in err and len([line for line in err.splitlines() if line.startswith("rbjax:")]) == 1, (

@@ -39,32 +39,36 @@ def test_the_task_rows_hold_the_panel(tasks, rewards):
         assert Task.from_row(t.to_row()) == t
 
 
-def test_the_reference_member_scores_about_zero_and_doing_nothing_as_a_session_does(tasks, rewards):
-    """The panel's scan and a session's agent engine are two XLA programs: equal to float rounding."""
-    pool = SessionPool.for_task(tasks[0], slots=2, credit=False)
-    ref, null = panel.MEMBERS.index("reference"), panel.MEMBERS.index("null")
-    for t, row in zip(tasks, rewards, strict=True):
-        assert abs(row[ref]) < 1e-5
+def test_every_member_scores_what_a_session_playing_its_decisions_scores(tasks, rewards):
+    """Member by member, task by task: a session whose days are the member's actions (``PanelPolicy`` with that
+    member, driven through the tools as an agent calls them) scores the member's panel reward. The panel's scan
+    and a session's agent engine are two XLA programs: equal to float rounding."""
+    pool = SessionPool.for_task(tasks[0], slots=len(tasks), credit=False)
+    reference = policies.make("oracle", pool.env)
+    shared = (reference[1], policies.make("random", pool.env)[1])
+    assert all(abs(row[panel.MEMBERS.index("reference")]) < 1e-5 for row in rewards)
+    for m, member in enumerate(panel.MEMBERS):
+        switch = np.int32(tasks[0].day + TASK_DAYS)
+        params = (shared, (np.int32(m), switch, np.float32(panel.ORDER_SIGMA), np.float32(panel.PRICE_SIGMA)))
+        driver = PolicyDriver(pool.engine, panel.PanelPolicy(reference[0]), params)
+        sessions = [pool.open(t) for t in tasks]
+        while any(s.deciding for s in sessions):
+            for s in sessions:  # every session's calls, then every end_today: one batched step a day
+                for name, args in policy_calls(
+                    driver.action(s.slot), pool.engine.today(s.slot), s.tools.names
+                ):
+                    s.call(name, args)
+            for s in sessions:
+                s.end_today()
+        for t, s, row in zip(tasks, sessions, rewards, strict=True):
+            assert row[m] == pytest.approx(s.reward, rel=1e-4, abs=1e-6), (member, t.id)
+            pool.close(s)
+    for t, row in zip(tasks, rewards, strict=True):  # null is what a session that makes no decision scores
         s = pool.open(t)
-        s.finish()  # no decision on any day: prices and shelf kept, no order
-        assert row[null] == pytest.approx(s.reward, rel=1e-4, abs=1e-6)
+        s.finish()
+        assert row[panel.MEMBERS.index("null")] == pytest.approx(s.reward, rel=1e-4, abs=1e-6)
         assert s.reward < 0  # on these stores doing nothing costs (conftest)
         pool.close(s)
-    pool.close_all()
-
-
-def test_the_no_orders_member_is_the_reference_without_its_orders(tasks, rewards):
-    pool = SessionPool.for_task(tasks[0], slots=1, credit=False)
-    driver = PolicyDriver(pool.engine, *policies.make("oracle", pool.env))
-    t = tasks[0]
-    s = pool.open(t)
-    while s.deciding:
-        action = driver.action(s.slot)
-        action = action.replace(order=np.zeros_like(action.order))
-        for name, args in policy_calls(action, pool.engine.today(s.slot), s.tools.names):
-            s.call(name, args)
-        s.end_today()
-    assert rewards[0, panel.MEMBERS.index("no_orders")] == pytest.approx(s.reward, rel=1e-4, abs=1e-6)
     pool.close_all()
 
 

@@ -17,9 +17,10 @@ from helpers import rbjax_commands
 from rbjax.model import future_draws
 from rbjax.policies import OracleParams, PlanSettings, make, oracle
 from rbjax.policies import planner as planner_module
-from rbjax.policies.planner import Planner, candidate_actions, default_params, future_keys
+from rbjax.policies.planner import Planner, candidate_actions, candidate_count, default_params, future_keys
 from rbjax.policies.registry import POLICIES
-from rbjax.runners.rollout import rollout, scan_days
+from rbjax.runners.day_loop import scan_days
+from rbjax.runners.rollout import rollout
 
 DAYS, SEED = 4, 2
 SETTINGS = PlanSettings(futures=2, horizon=3, every=2)
@@ -41,9 +42,9 @@ def morning(env, params):
 
 def test_candidates_start_with_the_base_and_move_only_what_they_say(morning):
     obs, state, base = morning
-    plan_params = default_params(OracleParams.default(), price_moves=[1.5], order_moves=[0.0], cheapest=True)
-    c = jax.jit(candidate_actions)(plan_params, base, obs)
-    assert c.price.shape == (plan_params.candidates, 96) == (4, 96)
+    plan_params = default_params(OracleParams.default(), price_moves=[1.5], order_moves=[0.0])
+    c = jax.jit(candidate_actions, static_argnums=3)(plan_params, base, obs, True)
+    assert c.price.shape == (candidate_count(plan_params, cheapest=True), 96) == (4, 96)
     for name in ("price", "shelf", "order"):
         np.testing.assert_array_equal(getattr(c, name)[0], getattr(base, name))
     shelf = np.asarray(base.shelf)
@@ -58,7 +59,7 @@ def test_candidates_start_with_the_base_and_move_only_what_they_say(morning):
     cheapest = np.argmin(np.asarray(obs.quote_price), -1)
     placed = np.asarray(c.order[3]) > 0
     assert placed.any() and (np.argmax(placed, -1)[placed.any(-1)] == cheapest[placed.any(-1)]).all()
-    assert default_params(OracleParams.default()).candidates == 9  # base, 5 price and 3 order moves
+    assert candidate_count(default_params(OracleParams.default())) == 9  # base, 5 price and 3 order moves
     with pytest.raises(ValueError, match="no field 'price'"):
         default_params(OracleParams.default(), price=[2.0])
 
@@ -122,7 +123,7 @@ def leak_check(env, params, morning):
     future draw changed in turn). Two weeks ahead (the default horizon), so tier changes and news endings
     fall inside the futures."""
     obs, state, base = morning
-    planner = Planner(env, oracle, futures=2, horizon=14)
+    planner = Planner(env, PlanSettings(futures=2, horizon=14))
     plan_params = default_params(OracleParams.default())
     candidates = candidate_actions(plan_params, base, obs)
     keys = future_keys(jax.random.key(5), 2)
@@ -180,15 +181,17 @@ def test_the_planner_refuses_what_it_cannot_plan_with(env, params, planned, morn
         planner(plan_params, obs, blind, jax.random.key(0))
     with pytest.raises(ValueError, match="call it with a key"):
         planner(plan_params, obs, env.privileged(state, params), None)
-    with pytest.raises(ValueError, match="Planner.futures must be an int >= 1"):
-        Planner(env, oracle, futures=0)
+    with pytest.raises(ValueError, match="futures 0: must be an int >= 1"):
+        PlanSettings(futures=0)
     with pytest.raises(ValueError, match="does not plan"):
-        Planner(env, planner)
-    with pytest.raises(ValueError, match="halving needs futures >= 2"):
-        Planner(env, oracle, futures=1, halving=True)
+        PlanSettings(base=planner)
+    with pytest.raises(ValueError, match="halving needs futures 2 or more"):
+        PlanSettings(futures=1, halving=True)
+    with pytest.raises(ValueError, match="cheapest 1: must be True or False"):
+        PlanSettings(cheapest=1)
     with pytest.raises(ValueError, match="planner settings are for the policy 'plan'"):
         make("oracle", env, plan=SETTINGS)
-    with pytest.raises(ValueError, match="planner base 'ppo'"):
+    with pytest.raises(ValueError, match="base 'ppo': not a policy that does not plan"):
         make("plan", env, plan=PlanSettings(base="ppo"))
 
 
@@ -207,7 +210,7 @@ def test_halving_keeps_the_base_and_the_better_half_then_plays_the_best_over_all
     # round one: every candidate on future 0; the base and the best 4 others (lax.top_k: ties to the lower index)
     kept = sorted([0, *(1 + np.argsort(-v[1:, 0], kind="stable")[:4])])
     best = kept[int(np.argmax(v[kept].sum(-1)))]
-    halving = Planner(env, oracle, futures=2, horizon=3, halving=True)
+    halving = Planner(env, PlanSettings(futures=2, horizon=3, halving=True))
     assert halving.simulated_days(plan_params) == (9 * 1 + 5 * 1) * 3
     got = jax.jit(halving.plan)(plan_params, base, obs, privileged, key)
     for name in ("price", "order"):
@@ -335,6 +338,22 @@ def test_a_slices_manifest_holds_the_planners_settings_or_nothing():
         {**good, "base": "plan"},
         {**good, "halving": "yes"},
         {"base": "oracle"},
+        {**good, "moves": 3},
         [1],
     ):
         assert not plan_settings_ok(bad), bad
+    older = {k: v for k, v in good.items() if k != "cheapest"}  # recorded before the field existed: off
+    assert plan_settings_ok(older) and PlanSettings.from_dict(older) == PlanSettings()
+
+
+def test_planners_of_equal_settings_are_one_program(env):
+    """The program cache keys a program by its policy: two planners made alike are equal (and hash alike), so
+    they share one compiled program; any setting that changes the program tells them apart."""
+    a, b = make("plan", env)[0], make("plan", env, plan=PlanSettings())[0]
+    assert a == b and hash(a) == hash(b) and a is not b
+    for change in (dict(futures=2), dict(horizon=7), dict(every=2), dict(halving=True), dict(cheapest=True)):
+        assert make("plan", env, plan=PlanSettings(**change))[0] != a, change
+    assert make("plan", env, plan=PlanSettings(base="base_stock"))[0] != a
+    from rbjax.env import Env
+
+    assert Planner(Env(), PlanSettings()) != a  # another env, by identity

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from rbjax.policies import RandomParams, random_policy
-from rbjax.runners.rollout import rollout
+from rbjax.runners.rollout import RolloutOptions, rollout
 
 STORES, PER_CALL = golden.STORES, golden.DAYS  # the golden fixture's program: 4 stores, 30 days per call
 
@@ -125,16 +125,9 @@ def test_chunks_of_stores_equal_one_batch(env, params, episodes, capsys):
     repeated."""
     keys = jax.random.split(jax.random.key(golden.SEED), STORES)
     order = [0, 1, 2, 3, 1, 2, 0]
+    options = RolloutOptions(records="full", store_chunk=STORES, progress=PER_CALL)  # the object form
     rec, final = rollout(
-        env,
-        random_policy,
-        RandomParams.default(),
-        params,
-        keys[np.array(order)],
-        days=180,
-        records="full",
-        store_chunk=STORES,
-        progress=PER_CALL,
+        env, random_policy, RandomParams.default(), params, keys[np.array(order)], 180, options
     )
     want = jax.tree.map(lambda x: np.asarray(x)[order], episodes)
     assert isinstance(rec.sold, np.ndarray) and rec.sold.shape[:2] == (7, 180)
@@ -271,3 +264,19 @@ def test_records_writer_streams_chunks_into_one_npz(tmp_path, episodes):
         w.write(0, jax.tree.map(lambda x: x[:2], rec))
         w.write(1, jax.tree.map(lambda x: x[1:2], rec))  # a store written twice does not count twice
     assert sorted(p.name for p in tmp_path.iterdir()) == ["r.npz"]  # no partial file, no scratch folder
+
+
+def test_rollout_options_are_one_object_given_whole_or_by_field():
+    """``rollout``, ``rollout_chunks`` and ``rollout_from`` take their options as a ``RolloutOptions`` or its
+    fields; a field that is not one, or a bad value, is refused naming it."""
+    base = RolloutOptions(records="full", store_chunk=4)
+    assert RolloutOptions.given(base, days_per_call=30) == RolloutOptions(
+        records="full", store_chunk=4, days_per_call=30
+    )
+    assert RolloutOptions.given(None, devices=[1]) == RolloutOptions(devices=(1,))  # devices held as a tuple
+    with pytest.raises(TypeError, match="no option 'record'"):
+        RolloutOptions.given(base, record="full")
+    with pytest.raises(ValueError, match="records must be 'summary' or 'full'"):
+        RolloutOptions(records="all")
+    with pytest.raises(ValueError, match="store_chunk"):
+        RolloutOptions(store_chunk=0)

@@ -144,22 +144,16 @@ def add_plan_flags(p: argparse.ArgumentParser, which: str = "--policy plan") -> 
 
 def plan_settings(args):
     """``PlanSettings`` from the --plan-* flags (the defaults where a command has none)."""
+    from rbjax.arguments import ArgumentError
     from rbjax.policies import PlanSettings
 
     d = PlanSettings()
-    for name in ("futures", "horizon", "every"):
-        value = getattr(args, f"plan_{name}", getattr(d, name))
-        if value < 1:
-            raise fail(f"{flag_of('plan_' + name)} {value}: must be >= 1")
-    if getattr(args, "plan_halving", False) and getattr(args, "plan_futures", d.futures) < 2:
-        raise fail("--plan-halving needs --plan-futures 2 or more (two rounds of futures)")
-    return PlanSettings(
-        base=getattr(args, "plan_base", d.base),
-        futures=getattr(args, "plan_futures", d.futures),
-        horizon=getattr(args, "plan_horizon", d.horizon),
-        every=getattr(args, "plan_every", d.every),
-        halving=getattr(args, "plan_halving", d.halving),
-    )
+    given = {name: getattr(args, f"plan_{name}", getattr(d, name)) for name in ("base", "futures", "horizon")}
+    given.update(every=getattr(args, "plan_every", d.every), halving=getattr(args, "plan_halving", d.halving))
+    try:
+        return PlanSettings(**given)
+    except ArgumentError as e:  # its fields are the --plan-* flags
+        raise fail(e.worded(lambda name: flag_of("plan_" + name))) from None
 
 
 def make_policy(args, env):

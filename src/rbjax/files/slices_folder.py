@@ -88,7 +88,10 @@ def read_manifest(folder: str) -> dict:
         "seed": (lambda v: is_int(v) and 0 <= v < 2**32, "an int in 0..2**32 - 1"),
         "checkpoint": (lambda v: v is None or isinstance(v, str), "a path or null"),
         "greedy": (lambda v: isinstance(v, bool), "true or false"),
-        "plan": (plan_settings_ok, "null or the planner's settings (base, futures, horizon, every, halving)"),
+        "plan": (
+            plan_settings_ok,
+            "null or the planner's settings (base, futures, horizon, every, halving, cheapest)",
+        ),
         "stores": (lambda v: is_int(v) and 1 <= v <= MAX_STORES, f"an int in 1..{MAX_STORES:,}"),
         "days": (lambda v: is_int(v) and 1 <= v <= DAYS_MAX, f"an int in 1..{DAYS_MAX:,}"),
         "every": (lambda v: is_int(v) and 1 <= v <= DAYS_MAX, f"an int in 1..{DAYS_MAX:,}"),
@@ -106,17 +109,16 @@ def read_manifest(folder: str) -> dict:
 
 
 def plan_settings_ok(v) -> bool:
-    """Whether ``v`` (from a manifest) is null or the planner's settings: a known base, three ints >= 1, a bool."""
-    from rbjax.files.untrusted import DAYS_MAX, is_int
-    from rbjax.policies import POLICIES
+    """Whether ``v`` (from a manifest) is null or the planner's settings (``PlanSettings.from_dict`` takes it)."""
+    from rbjax.policies import PlanSettings
 
     if v is None:
         return True
-    if not isinstance(v, dict) or set(v) != {"base", "futures", "horizon", "every", "halving"}:
+    try:
+        PlanSettings.from_dict(v)
+    except (ValueError, TypeError):
         return False
-    counts = (v["futures"], v["horizon"], v["every"])
-    known = v["base"] in POLICIES and isinstance(v["halving"], bool)
-    return known and all(is_int(x) and 1 <= x <= DAYS_MAX for x in counts)
+    return True
 
 
 def slice_files(folder: str, at: str | None = None) -> list[tuple[int, str]]:

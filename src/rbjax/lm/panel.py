@@ -24,8 +24,8 @@ reward less the smallest. ``rbjax lm tasks --min-headroom X`` keeps the tasks wh
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Sequence
+import dataclasses
+from collections.abc import Callable, Sequence
 
 import jax
 import jax.numpy as jnp
@@ -80,23 +80,24 @@ def member_actions(
     return jax.tree.map(lambda *xs: jnp.stack(xs), *members)
 
 
-@functools.cache  # one function per reference: the rollout's compiled programs are cached per policy
-def panel_policy(reference):
+@dataclasses.dataclass(frozen=True)
+class PanelPolicy:
     """A policy that plays panel member ``member`` on the mornings before ``switch_day`` and ``reference`` from
     then on. params: ((reference's params, the random policy's params), (member [] int32, switch_day [] int32,
-    order_sigma [], price_sigma [] float32))."""
-    random_fn = policies.POLICIES["random"].fn
+    order_sigma [], price_sigma [] float32)). Equal for equal references (a planner by its settings), so the
+    program cache compiles its rollouts once per reference."""
 
-    def play(params, obs, privileged, key):
+    reference: Callable
+
+    def __call__(self, params, obs, privileged, key) -> Action:
         (ref_params, random_params), (member, switch_day, order_sigma, price_sigma) = params
-        ref = full(reference(ref_params, obs, privileged, key), obs.prices)
+        random_fn = policies.POLICIES["random"].fn
+        ref = full(self.reference(ref_params, obs, privileged, key), obs.prices)
         rand = full(random_fn(random_params, obs, privileged, jax.random.fold_in(key, 1)), obs.prices)
         noise = jax.random.fold_in(key, 2)
         every = member_actions(ref, rand, obs, noise, order_sigma, price_sigma)
         mine = jax.tree.map(lambda x: x[member], every)
         return jax.tree.map(lambda m, r: jnp.where(obs.day < switch_day, m, r), mine, ref)
-
-    return play
 
 
 def member_gains(
@@ -133,7 +134,7 @@ def member_gains(
     total = days + tail
     records, _ = continuation.rollout_from(
         env,
-        panel_policy(policies.make(reference, env)[0]),
+        PanelPolicy(policies.make(reference, env)[0]),
         (shared, per_store),
         snap.env_params(env),
         state,

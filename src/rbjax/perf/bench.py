@@ -28,7 +28,7 @@ from rbjax.env import Env
 from rbjax.perf import profiling
 from rbjax.policies import make
 from rbjax.runners.placement import place
-from rbjax.runners.rollout import compiled
+from rbjax.runners.rollout_programs import compiled
 
 POLICIES = ("oracle", "null")  # the throughput table's policies (``rbjax.policies.make``)
 

@@ -25,7 +25,7 @@ import pandas as pd
 from rbjax.env import Env
 from rbjax.perf.profiling import oracle_view
 from rbjax.policies import make
-from rbjax.runners.rollout import compiled
+from rbjax.runners.rollout_programs import compiled
 
 _TABLES = ("FileNames", "FunctionNames", "FileLocations", "StackFrames")
 _FIELD = re.compile(r"(\w+)=(\d+)")

@@ -12,8 +12,9 @@ from rbjax.policies.baselines import (
     s_S,
 )
 from rbjax.policies.oracle import OracleParams, oracle
-from rbjax.policies.planner import Planner, PlannerParams, make_planner
-from rbjax.policies.registry import NAMES, POLICIES, PlanSettings, PolicySpec, make
+from rbjax.policies.planner import Planner, PlannerParams, PlanSettings, make_planner
+from rbjax.policies.registry import NAMES, make
+from rbjax.policies.table import POLICIES, PolicySpec
 
 __all__ = [
     "BEST_RATED",

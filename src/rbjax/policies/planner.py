@@ -24,6 +24,11 @@ The candidates (``candidate_actions``), for the products the base action shelves
   - ``order_moves``: the base orders times o (o = 0: order nothing today);
   - ``cheapest`` (off by default): the base orders placed with each product's cheapest supplier instead.
 
+Two kinds of settings: ``PlanSettings`` (frozen, hashable, every default declared there once) holds what
+changes the planner's programs: the base policy, M futures, H days, the cadence, halving, the candidate kinds;
+``PlannerParams`` (a pytree) holds what a sweep may vary: the base's params and the moves' values. Two
+``Planner`` objects of one env and equal settings are equal, so they share their compiled programs.
+
 Cost: a planned day simulates C x M x H store-days per store (``simulated_days``). ``every`` plans one day in
 ``every`` and plays the base action on the others; under one ``vmap`` over stores a day that no store plans
 costs one base action (``unless_all_skip``), so the cost falls by ``every``.
@@ -33,78 +38,168 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 import jax
 import jax.numpy as jnp
 from flax import struct
 
+from rbjax.arguments import ArgumentError
 from rbjax.kernels.batching import unless_all_skip
 from rbjax.kernels.halving import sequential_halving, survivors
 from rbjax.kernels.rng import day_keys
 from rbjax.model import future_draws
-from rbjax.policies.oracle import OracleParams, oracle
+from rbjax.params import EnvParams
 from rbjax.policies.params_check import require
-from rbjax.state import Action, Observation, Privileged
+from rbjax.policies.table import POLICIES
+from rbjax.state import Action, EnvState, Observation, Privileged
 
 _FUTURES, _WORLD = 0x504C414E, 0x574F524C  # fold-in tags of the planner's streams ("PLAN", "WORL")
 
 
+class Model(Protocol):
+    """What the planner needs of the store it simulates (``rbjax.env.Env`` is one): a day, and the view an
+    oracle policy reads."""
+
+    def step(self, key: jax.Array, state: EnvState, action: Action, params: EnvParams) -> tuple:
+        """(obs, state, reward, terminated, truncated, info) after one day."""
+        ...
+
+    def privileged(self, state: EnvState, params: EnvParams) -> Privileged:
+        """The hidden view of ``state`` a privileged policy reads."""
+        ...
+
+
+@dataclasses.dataclass(frozen=True)
+class PlanSettings:
+    """Every setting that changes the planner's programs, each declared here once with its default.
+
+    base: the policy played after today in every future (and today in candidate 0): a name of
+        ``rbjax.policies.table.POLICIES`` (what a run's manifest records), or a policy function that does not
+        plan (a student, ``rbjax.rl.distill``); its params are ``PlannerParams.base``.
+    futures: M, simulated futures per candidate; horizon: H, days each future runs (today included).
+    every: plan one day in ``every`` (days ``0, every, 2 every, ...`` since the opening), the base action on the
+        others.
+    halving: sequential halving in two rounds (``rbjax.kernels.halving``: every candidate meets the first half
+        of the futures, the better half of them, the base action always among them, the second half too),
+        which costs 3/4 of the plain plan.
+    cheapest: also try the base orders placed with each product's cheapest supplier (one more candidate; off by
+        default, as it costs net worth: ``docs/results.md``, "Beyond the oracle").
+
+    The defaults plan every day, the best setting measured: a 16-store, 180-day run takes about two and a half
+    minutes on a 2-core CPU, compilation included; ``every=7`` a minute. Raises ``ArgumentError`` naming the
+    field for a value it cannot plan with.
+    """
+
+    base: str | Callable = "oracle"
+    futures: int = 4
+    horizon: int = 14
+    every: int = 1
+    halving: bool = False
+    cheapest: bool = False
+
+    def __post_init__(self):
+        for name in ("futures", "horizon", "every"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ArgumentError(f"{{{name}}} {value!r}: must be an int >= 1", name)
+        for name in ("halving", "cheapest"):
+            if not isinstance(getattr(self, name), bool):
+                raise ArgumentError(f"{{{name}}} {getattr(self, name)!r}: must be True or False", name)
+        if self.halving and self.futures < 2:
+            raise ArgumentError(
+                "{halving} needs {futures} 2 or more (two rounds of futures), got " + str(self.futures),
+                "halving",
+                "futures",
+            )
+        if isinstance(self.base, str):
+            if self.base not in POLICIES:
+                raise ArgumentError(
+                    f"{{base}} {self.base!r}: not a policy that does not plan ({', '.join(POLICIES)})", "base"
+                )
+        elif isinstance(self.base, Planner) or not callable(self.base):
+            raise ArgumentError(
+                "{base} must be a policy that does not plan (its futures would plan again)", "base"
+            )
+
+    @property
+    def base_policy(self) -> Callable:
+        """The base policy's function."""
+        return POLICIES[self.base].fn if isinstance(self.base, str) else self.base
+
+    def as_dict(self) -> dict:
+        """The settings as a run's manifest records them (a named base only)."""
+        if not isinstance(self.base, str):
+            raise ValueError("PlanSettings.as_dict: only a planner whose base is named can be recorded")
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, record: dict) -> PlanSettings:
+        """The settings ``as_dict`` recorded (a record without ``cheapest`` predates it: off). ValueError for a
+        record that is not one."""
+        if not isinstance(record, dict):
+            raise ValueError(f"the planner's settings must be a JSON object, got {type(record).__name__}")
+        fields = {f.name for f in dataclasses.fields(cls)}
+        if not set(record) <= fields or not set(record) >= fields - {"cheapest"}:
+            raise ValueError(f"the planner's settings must have the fields {', '.join(sorted(fields))}")
+        return cls(**record)
+
+
 @struct.dataclass
 class PlannerParams:
-    """The planner's numbers (a sweep may vary them; their lengths fix the number of candidates).
+    """The planner's numbers, what a sweep may vary (the moves' lengths fix the number of candidates).
 
     base: the base policy's params (``OracleParams`` for the default base, the oracle).
     price_moves: [P] price multipliers tried on every shelved product (1.0 would repeat the base).
     order_moves: [O] multipliers of the base orders (0: no order today).
-    cheapest: also try the base orders placed with each product's cheapest supplier (static: it adds a
-        candidate; off by default, as it costs net worth: ``docs/results.md``, "Beyond the oracle").
     """
 
     base: Any
     price_moves: jax.Array
     order_moves: jax.Array
-    cheapest: bool = struct.field(pytree_node=False, default=False)
 
     def check(self) -> None:
         require(self, "price_moves", lambda x: x > 0, "> 0 (price multipliers)")
         require(self, "order_moves", lambda x: x >= 0, ">= 0 (order multipliers)")
-        if not isinstance(self.cheapest, bool):
-            raise ValueError(f"PlannerParams.cheapest must be True or False, got {self.cheapest!r}")
         if dataclasses.is_dataclass(self.base) and hasattr(self.base, "check"):
             self.base.check()
 
     @property
-    def candidates(self) -> int:
-        """C, the candidates of a planned day (the base action included)."""
-        return 1 + len(self.price_moves) + len(self.order_moves) + int(self.cheapest)
+    def moves(self) -> int:
+        """1 + P + O, the candidates these params make (``candidate_count`` adds the cheapest supplier's)."""
+        return 1 + len(self.price_moves) + len(self.order_moves)
 
 
-def default_params(base_params: Any, cheapest: bool = False, **moves) -> PlannerParams:
-    """The shipped settings: prices x 0.9, 1.25, 1.5, 2, 3 and orders x 0, 0.5, 2 (C = 9 with the base
-    action); ``moves`` replace ``price_moves`` or ``order_moves`` (sequences of floats), ``cheapest`` adds the
-    cheapest-supplier candidate."""
+def candidate_count(params: PlannerParams, cheapest: bool = False) -> int:
+    """C, the candidates of a planned day: the base action, P price and O order moves, and the cheapest
+    supplier's where ``cheapest``."""
+    return params.moves + int(cheapest)
+
+
+def default_params(base_params: Any, **moves) -> PlannerParams:
+    """The shipped moves: prices x 0.9, 1.25, 1.5, 2, 3 and orders x 0, 0.5, 2 (C = 9 with the base action);
+    ``moves`` replace ``price_moves`` or ``order_moves`` (sequences of floats)."""
     base = dict(
         price_moves=jnp.asarray([0.9, 1.25, 1.5, 2.0, 3.0], jnp.float32),
         order_moves=jnp.asarray([0.0, 0.5, 2.0], jnp.float32),
     )
     unknown = set(moves) - set(base)
     if unknown:
-        raise ValueError(
-            f"PlannerParams has no field {sorted(unknown)[0]!r} (price_moves, order_moves, cheapest)"
-        )
+        raise ValueError(f"PlannerParams has no field {sorted(unknown)[0]!r} (price_moves, order_moves)")
     given = {k: jnp.asarray(v, jnp.float32).reshape(-1) for k, v in moves.items()}
-    return PlannerParams(base=base_params, **{**base, **given}, cheapest=bool(cheapest))
+    return PlannerParams(base=base_params, **{**base, **given})
 
 
-def candidate_actions(params: PlannerParams, base: Action, obs: Observation) -> Action:
+def candidate_actions(
+    params: PlannerParams, base: Action, obs: Observation, cheapest: bool = False
+) -> Action:
     """The C candidate actions, leaves [C, ...]; candidate 0 is ``base``.
 
     base: the base policy's action (price, shelf [J], order [J, K]); obs: this morning's Observation.
     Candidate 0 makes the base action's calls exactly (a base that leaves ``set_price`` unset calls a price
     where it differs from today's, as the step reads it). Price moves act on the products ``base`` shelves and
-    add them to ``set_price``; order moves scale every order (floored to whole units); the cheapest-supplier
-    candidate (``params.cheapest``) moves each product's units to its cheapest quote.
+    add them to ``set_price``; order moves scale every order (floored to whole units); ``cheapest`` adds a
+    candidate that moves each product's units to its cheapest quote.
     """
     f = obs.prices.dtype
     set_price = (base.price.astype(f) != obs.prices) if base.set_price is None else base.set_price
@@ -121,51 +216,43 @@ def candidate_actions(params: PlannerParams, base: Action, obs: Observation) -> 
         out.append(like(price=jnp.where(base.shelf, moved, base.price), set_p=set_price | base.shelf))
     for o in params.order_moves:
         out.append(like(order=jnp.floor(base.order * o)))
-    if params.cheapest:
+    if cheapest:
         K = obs.quote_price.shape[-1]
-        cheapest = jnp.argmin(obs.quote_price, axis=-1)
+        cheapest_k = jnp.argmin(obs.quote_price, axis=-1)
         out.append(
-            like(order=jnp.where(jnp.arange(K) == cheapest[:, None], base.order.sum(-1, keepdims=True), 0.0))
+            like(
+                order=jnp.where(jnp.arange(K) == cheapest_k[:, None], base.order.sum(-1, keepdims=True), 0.0)
+            )
         )
     return jax.tree.map(lambda *x: jnp.stack(x), *out)
 
 
-@dataclasses.dataclass(frozen=True, eq=False)
+@dataclasses.dataclass(frozen=True)
 class Planner:
     """The planner as a policy: ``planner(params, obs, privileged, key) -> Action`` (``PlannerParams``).
 
-    env: the Env it simulates (the one the store runs in); base: the base policy ``base(base_params, obs,
-    privileged, key)`` played after today in every future (and today in candidate 0); futures: M, simulated
-    futures per candidate; horizon: H, days each future runs (today included); every: plan one day in
-    ``every`` (days ``0, every, 2 every, ...`` since the opening), the base action on the others; halving:
-    sequential halving in two rounds (every candidate meets the first half of the futures, the better half of
-    them, the base action always among them, the second half too; the best mean over all futures of those is
-    played), which costs 3/4 of the plain plan.
+    env: the model it simulates (the Env the store runs in; ``Model``); settings: ``PlanSettings``. Equal for
+    one env and equal settings (the env by identity), so the program cache (``rbjax.runners.programs``), which
+    keys a program by its policy, compiles a planner's programs once however often it is made.
     """
 
-    env: Any
-    base: Callable
-    futures: int = 4
-    horizon: int = 14
-    every: int = 1
-    halving: bool = False
+    env: Model
+    settings: PlanSettings = PlanSettings()
 
     def __post_init__(self):
-        for name in ("futures", "horizon", "every"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ValueError(f"Planner.{name} must be an int >= 1, got {value!r}")
-        if self.halving and self.futures < 2:
-            raise ValueError(f"Planner.halving needs futures >= 2 (two rounds), got {self.futures}")
-        if isinstance(self.base, Planner):
-            raise ValueError(
-                "Planner.base must be a policy that does not plan (its futures would plan again)"
-            )
+        if not isinstance(self.settings, PlanSettings):
+            raise ValueError(f"Planner.settings must be a PlanSettings, got {type(self.settings).__name__}")
+
+    @property
+    def base(self) -> Callable:
+        """The base policy's function."""
+        return self.settings.base_policy
 
     def simulated_days(self, params: PlannerParams) -> int:
         """Store-days simulated per planned store-day: C x M x H (with halving, C x M1 x H + C2 x M2 x H)."""
-        C, M, H = params.candidates, self.futures, self.horizon
-        if not self.halving:
+        s = self.settings
+        C, M, H = candidate_count(params, s.cheapest), s.futures, s.horizon
+        if not s.halving:
             return C * M * H
         return (C * (M // 2) + survivors(C) * (M - M // 2)) * H
 
@@ -181,22 +268,23 @@ class Planner:
             )
         k_base, k_plan = jax.random.split(key)
         base = self.base(params.base, obs, privileged, k_base)
-        if self.every == 1:
+        every = self.settings.every
+        if every == 1:
             return self.plan(params, base, obs, privileged, k_plan)
-        planned_today = obs.day % self.every == 0
-        return unless_all_skip(self.plan, planned_today, base, (params, base, obs, privileged, k_plan))
+        return unless_all_skip(self.plan, obs.day % every == 0, base, (params, base, obs, privileged, k_plan))
 
     def plan(
         self, params: PlannerParams, base: Action, obs: Observation, privileged: Privileged, key
     ) -> Action:
         """The candidate with the best mean net worth after ``horizon`` days over ``futures`` futures."""
-        candidates = candidate_actions(params, base, obs)
-        keys = future_keys(key, self.futures)
-        if not self.halving:
+        s = self.settings
+        candidates = candidate_actions(params, base, obs, s.cheapest)
+        keys = future_keys(key, s.futures)
+        if not s.halving:
             best = jnp.argmax(self.values(params, candidates, privileged, keys).mean(-1))
             return jax.tree.map(lambda x: x[best], candidates)  # ties go to the lowest index: the base
         some = lambda idx, ks: self.values(params, jax.tree.map(lambda x: x[idx], candidates), privileged, ks)
-        best = sequential_halving(some, params.candidates, keys)
+        best = sequential_halving(some, candidate_count(params, s.cheapest), keys)
         return jax.tree.map(lambda x: x[best], candidates)
 
     def values(self, params: PlannerParams, candidates: Action, privileged: Privileged, keys) -> jax.Array:
@@ -221,7 +309,7 @@ class Planner:
             obs, state, *_ = env.step(k_env, state, act, env_params)
             return (obs, state), None
 
-        (_, state), _ = jax.lax.scan(day, (obs, state), jnp.arange(1, self.horizon, dtype=jnp.int32))
+        (_, state), _ = jax.lax.scan(day, (obs, state), jnp.arange(1, self.settings.horizon, dtype=jnp.int32))
         return state.net_worth
 
 
@@ -240,27 +328,12 @@ def future_keys(key, futures: int) -> jax.Array:
 
 
 def make_planner(
-    env,
-    base: Callable = oracle,
-    base_params: Any = None,
-    futures: int = 4,
-    horizon: int = 14,
-    every: int = 1,
-    halving: bool = False,
-    **moves,
-):
-    """(Planner, its default PlannerParams) for ``env`` over the policy ``base`` (one that does not plan; the
-    oracle by default) with ``base_params`` (None: the oracle's defaults); ``moves`` go to ``default_params``
-    (price_moves, order_moves, cheapest). The same arguments give the same Planner object, so its compiled
-    programs are reused (``rbjax.policies.make("plan", env, plan=PlanSettings(...))`` names the base instead)."""
+    env: Model, settings: PlanSettings = PlanSettings(), base_params: Any = None, **moves
+) -> tuple[Planner, PlannerParams]:
+    """(Planner, its default PlannerParams) for ``env`` with ``settings``; ``base_params`` the base's params
+    (None: a named base's defaults); ``moves`` go to ``default_params`` (price_moves, order_moves)."""
     if base_params is None:
-        if base is not oracle:
-            raise ValueError("make_planner: give base_params for a base policy other than the oracle")
-        base_params = OracleParams.default()
-    key = (id(env), base, futures, horizon, every, halving)
-    if key not in _PLANNERS:
-        _PLANNERS[key] = Planner(env, base, futures=futures, horizon=horizon, every=every, halving=halving)
-    return _PLANNERS[key], default_params(base_params, **moves)
-
-
-_PLANNERS: dict[tuple, Planner] = {}  # (id(env), settings) -> Planner; the env is held by its Planner
+        if not isinstance(settings.base, str):
+            raise ValueError("make_planner: give base_params for a base policy that is not named")
+        base_params = POLICIES[settings.base].default_params()
+    return Planner(env, settings), default_params(base_params, **moves)

@@ -4,48 +4,29 @@ A policy is a pure ``policy(policy_params, obs, privileged, key) -> Action``; ``
 with its default params. ``ppo`` is the learned baseline: its params come from a checkpoint folder, read by
 the loader ``rbjax.rl`` provides (``register_learned``: the RL layer sits above this one). ``plan`` is the
 lookahead planner (``rbjax.policies.planner``): it simulates the store, so it is built for an env, with its
-settings (``PlanSettings``). ``distilled`` and ``distilled_obs`` are its students (``rbjax.rl.distill``),
-loaded like ``ppo``, from the shipped checkpoints by default.
+settings (``PlanSettings``, declared with the planner). ``distilled`` and ``distilled_obs`` are its students
+(``rbjax.rl.distill``), loaded like ``ppo``, from the shipped checkpoints by default.
 """
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable
 from typing import Any
 
-from rbjax.policies.baselines import (
-    BaseStockParams,
-    RandomParams,
-    SSParams,
-    base_stock,
-    null_policy,
-    random_policy,
-    s_S,
-)
-from rbjax.policies.oracle import OracleParams, oracle
-from rbjax.policies.planner import make_planner
+from rbjax.policies.planner import PlanSettings, make_planner
+from rbjax.policies.table import POLICIES, PolicySpec
 
+__all__ = [
+    "LEARNED",
+    "NAMES",
+    "PLANNING",
+    "POLICIES",
+    "PlanSettings",
+    "PolicySpec",
+    "make",
+    "register_learned",
+]
 
-@dataclasses.dataclass(frozen=True)
-class PolicySpec:
-    fn: Callable
-    default_params: Callable[[], Any]  # a factory of the default params
-    summary: str
-    privileged: bool = False  # reads hidden state through ``Env.privileged``
-
-
-POLICIES: dict[str, PolicySpec] = {
-    "oracle": PolicySpec(
-        oracle, OracleParams.default, "the paper's quality-based heuristic", privileged=True
-    ),
-    "base_stock": PolicySpec(
-        base_stock, BaseStockParams.default, "order up to a few days of demand, fixed prices"
-    ),
-    "s_S": PolicySpec(s_S, SSParams.default, "(s, S) reorder point and order-up-to level, fixed prices"),
-    "random": PolicySpec(random_policy, RandomParams.default, "random orders and small price moves"),
-    "null": PolicySpec(null_policy, lambda: None, "does nothing"),
-}
 # policies whose params come from a checkpoint folder, loaded by a layer above this one: PPO, and the planner's
 # students (``rbjax.rl.distill``: ``distilled`` reads what the oracle reads, ``distilled_obs`` the observation only)
 LEARNED = ("ppo", "distilled", "distilled_obs")
@@ -56,24 +37,6 @@ NAMES = tuple(POLICIES) + PLANNING + LEARNED
 def needs_checkpoint(name: str) -> bool:
     """Whether ``make(name)`` needs a checkpoint given (a learned policy with no shipped default)."""
     return name in LEARNED and name not in _SHIPPED
-
-
-@dataclasses.dataclass(frozen=True)
-class PlanSettings:
-    """The lookahead planner's settings (``rbjax.policies.planner.Planner``): ``base`` (a policy of ``POLICIES``)
-    played after today, ``futures`` M per candidate, ``horizon`` H days simulated (today included), ``every``:
-    plan one day in N, ``halving``: prune the candidates by sequential halving (two rounds). The defaults plan
-    every day, the best setting measured (``docs/results.md``, "Beyond the oracle"): a 16-store, 180-day run
-    takes about two and a half minutes on a 2-core CPU, compilation included; ``every=7`` a minute."""
-
-    base: str = "oracle"
-    futures: int = 4
-    horizon: int = 14
-    every: int = 1
-    halving: bool = False
-
-    def as_dict(self) -> dict:
-        return dataclasses.asdict(self)
 
 
 # name -> loader(env, checkpoint, greedy) -> (policy function, its params): filled from above (the package's root
@@ -117,13 +80,7 @@ def make(
     if name in PLANNING:
         if env is None:
             raise ValueError(f"policy {name!r} needs the env it simulates")
-        settings = (plan or PlanSettings()).as_dict()
-        base = settings.pop("base")
-        if base not in POLICIES:
-            raise ValueError(
-                f"planner base {base!r}: not a policy that does not plan ({', '.join(POLICIES)})"
-            )
-        return make_planner(env, POLICIES[base].fn, POLICIES[base].default_params(), **settings)
+        return make_planner(env, plan or PlanSettings())
     if name not in LEARNED:
         raise ValueError(f"unknown policy {name!r}; known: {', '.join(NAMES)}")
     checkpoint = checkpoint or _SHIPPED.get(name)

@@ -8,7 +8,7 @@ store's randomness comes from its episode key and the day alone (``rbjax.files.s
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import dataclasses
 
 import jax
 
@@ -16,7 +16,8 @@ from rbjax.checks import need_count
 from rbjax.env import Env
 from rbjax.files.snapshots import Snapshot, check_batch_state, check_day, check_keys
 from rbjax.params import EnvParams
-from rbjax.runners.rollout import Policy, rollout
+from rbjax.runners.day_loop import Policy
+from rbjax.runners.rollout import RolloutOptions, rollout
 from rbjax.state import EnvState
 
 
@@ -29,14 +30,8 @@ def rollout_from(
     keys: jax.Array,
     day: int,
     days: int,
-    *,
-    policy_axes=None,
-    env_axes=None,
-    records: str = "summary",
-    devices: Sequence[jax.Device] | None = None,
-    store_chunk: int | None = None,
-    days_per_call: int | None = None,
-    progress: bool | int = False,
+    options: RolloutOptions | None = None,
+    **fields,
 ):
     """Continue ``B`` stores for ``days`` days from ``state`` after ``day`` rollout days.
 
@@ -44,34 +39,20 @@ def rollout_from(
     keys: [B] the episode keys ``rollout`` started from (day ``d`` uses ``fold_in(split(key)[1], d)``, as in
     ``rollout``). The records are the uninterrupted ``rollout``'s records of days ``day .. day + days - 1``, bit
     for bit, and the final state its final state. The morning's observation is recomputed from the state
-    (``env.observe``), as the step computes it.
-    store_chunk: stores per jitted call (default: all ``B``; results are host arrays when there are several
-    chunks). days_per_call: days per jitted call (default: ``days``); calls of one length compile once, so a
-    long continuation in calls of a fixed length reuses one program. progress: a line per call (``rollout``).
-    Other arguments as ``rollout``.
-    Returns (records with leading axes [B, days], final EnvState [B, ...]).
+    (``env.observe``), as the step computes it. options (or its fields): ``RolloutOptions``, as ``rollout``
+    takes them, except that ``store_chunk`` defaults to all ``B`` stores (results are host arrays when there
+    are several chunks). Returns (records with leading axes [B, days], final EnvState [B, ...]).
     """
     keys = check_keys(keys)
     day = check_day(day)
     need_count("days", days, whole=True)
     n = int(keys.shape[0])
     check_batch_state(env, state, n, "state")
+    options = RolloutOptions.given(options, **fields)
+    if options.store_chunk is None:
+        options = dataclasses.replace(options, store_chunk=n)
     return rollout(
-        env,
-        policy,
-        policy_params,
-        env_params,
-        keys,
-        int(days),
-        policy_axes=policy_axes,
-        env_axes=env_axes,
-        records=records,
-        progress=progress,
-        devices=devices,
-        store_chunk=n if store_chunk is None else store_chunk,
-        state=state,
-        first_day=day,
-        days_per_call=days_per_call,
+        env, policy, policy_params, env_params, keys, int(days), options, state=state, first_day=day
     )
 
 

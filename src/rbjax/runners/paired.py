@@ -28,7 +28,8 @@ from rbjax.files.snapshots import Snapshot
 from rbjax.results import stats
 from rbjax.runners import programs
 from rbjax.runners.continuation import rollout_from
-from rbjax.runners.rollout import Policy, observer, scan_days
+from rbjax.runners.day_loop import Policy, scan_days
+from rbjax.runners.rollout_programs import observer
 from rbjax.state import Action, EnvState
 
 DECISIONS = ("price", "shelf", "order")

@@ -99,7 +99,7 @@ class DayStart:
                 "from_states",
             )
         try:
-            plan = policies.PlanSettings(**m["plan"]) if m.get("plan") else None
+            plan = policies.PlanSettings.from_dict(m["plan"]) if m.get("plan") else None
             return policies.make(m["policy"], self.env, m.get("checkpoint"), m.get("greedy", False), plan)
         except ValueError as e:
             raise ArgumentError(

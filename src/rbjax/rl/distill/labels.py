@@ -26,7 +26,7 @@ import numpy as np
 
 from rbjax.env import Env
 from rbjax.kernels.rng import day_keys
-from rbjax.policies.planner import Planner, future_keys
+from rbjax.policies.planner import Planner, PlanSettings, future_keys
 from rbjax.rl.distill.student import Student
 from rbjax.runners.placement import mesh_map, place, specs
 
@@ -42,8 +42,8 @@ class LabelSettings:
     label_days: int = 20
     days: int = 180
     explore: float = 0.2
-    futures: int = 4
-    horizon: int = 14
+    futures: int = PlanSettings.futures  # the planner's own defaults
+    horizon: int = PlanSettings.horizon
 
     def __post_init__(self):
         for name in ("stores", "label_days", "days", "futures", "horizon"):
@@ -103,7 +103,7 @@ def collect(
     keys = jax.random.split(k_stores, n)
     rng = np.random.default_rng(np.asarray(jax.random.key_data(k_days)).astype(np.uint64).sum())
     label_days = set(rng.choice(settings.days, settings.label_days, replace=False).tolist())
-    planner = Planner(env, policy, futures=settings.futures, horizon=settings.horizon)
+    planner = Planner(env, PlanSettings(base=policy, futures=settings.futures, horizon=settings.horizon))
     plan_params = moves.replace(base=policy_params)
 
     def play(state, obs, key, day, policy_params):
@@ -117,7 +117,7 @@ def collect(
         else:
             action = policy(policy_params, obs, privileged, k_pol)
         k_coin, k_pick = jax.random.split(jax.random.fold_in(k_pol, _EXPLORE))
-        pick = jax.random.randint(k_pick, (), 0, moves.candidates)
+        pick = jax.random.randint(k_pick, (), 0, moves.moves)
         explore = jax.random.uniform(k_coin) < settings.explore
         random_one = jax.tree.map(lambda x: x[pick], candidates)
         action = jax.tree.map(lambda a, b: jnp.where(explore, b, a), action, random_one)
@@ -156,7 +156,7 @@ def collect(
         seconds=time.perf_counter() - start,
         simulated_store_days=settings.stores
         * settings.label_days
-        * moves.candidates
+        * moves.moves
         * settings.futures
         * settings.horizon,
     )

@@ -68,7 +68,7 @@ def fit(student: Student, params: StudentParams, labels: Labels, config: Distill
     order = np.random.default_rng(int(jax.random.randint(key, (), 0, 2**31 - 1))).permutation(n)
     held, train = order[: max(1, n // 10)], order[max(1, n // 10) :]
     data = dict(products=labels.products, store=labels.store, mask=labels.mask, best=labels.best)
-    net = student.net(params.moves.candidates)
+    net = student.net(params.moves.moves)
     tx = optax.adam(config.lr)
     opt = tx.init(params.net)
 

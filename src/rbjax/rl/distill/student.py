@@ -158,7 +158,7 @@ class Student:
         return anchor, candidate_actions(moves, anchor, obs), feats
 
     def choose(self, params: StudentParams, candidates: Action, feats) -> Action:
-        scores = self.net(params.moves.candidates).apply(params.net, *feats)
+        scores = self.net(params.moves.moves).apply(params.net, *feats)
         best = jnp.argmax(scores)  # ties to the lowest index: the anchor's own action
         return jax.tree.map(lambda x: x[best], candidates)
 
@@ -173,5 +173,5 @@ class Student:
         moves = default_moves(OracleParams.default()) if moves is None else moves
         P = OBSERVED_P + PRIVILEGED_P * self.config.privileged
         J = num_products
-        net = self.net(moves.candidates).init(key, jnp.zeros((J, P)), jnp.zeros(STORE_G), jnp.ones(J, bool))
+        net = self.net(moves.moves).init(key, jnp.zeros((J, P)), jnp.zeros(STORE_G), jnp.ones(J, bool))
         return StudentParams(net=net, moves=moves)
