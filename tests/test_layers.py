@@ -145,3 +145,32 @@ def test_no_private_name_crosses_a_module():
         if n.startswith("_") and not n.startswith("__")
     ]
     assert not private, private
+
+
+MAX_FUNCTION_LINES, MAX_CLI_MODULE_LINES = 80, 450
+
+
+def long_functions(source: str) -> list[str]:
+    """'name (n lines)' of each function or method in ``source`` longer than ``MAX_FUNCTION_LINES``."""
+    return [
+        f"{node.name} ({n} lines)"
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+        if (n := node.end_lineno - node.lineno + 1) > MAX_FUNCTION_LINES
+    ]
+
+
+def test_functions_and_command_modules_stay_short():
+    """No function of the package over 80 lines (a longer one does several jobs), no module of ``cli/`` over
+    450 (a command module parses and prints)."""
+    long = {
+        str(p.relative_to(PACKAGE)): f for p in PACKAGE.rglob("*.py") if (f := long_functions(p.read_text()))
+    }
+    assert not long, long
+    cli = (PACKAGE / "cli").glob("*.py")
+    big = {p.name: n for p in cli if (n := len(p.read_text().splitlines())) > MAX_CLI_MODULE_LINES}
+    assert not big, big
+    # the check can fail: a function one line too long is seen
+    assert long_functions("def f():\n" + "    x = 1\n" * MAX_FUNCTION_LINES) == [
+        f"f ({MAX_FUNCTION_LINES + 1} lines)"
+    ]

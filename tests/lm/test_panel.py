@@ -25,7 +25,7 @@ def tasks(slices_dir):
 
 @pytest.fixture(scope="module")
 def rewards(slices_dir, tasks):
-    start = open_day_start(str(slices_dir), EVERY, days=TASK_DAYS)
+    start = open_day_start(str(slices_dir), EVERY)
     gains = [t.reference_gain for t in tasks]
     scales = [t.scale for t in tasks]
     return panel.panel_rewards(start, [t.store for t in tasks], TASK_DAYS, TAIL, "oracle", gains, scales)
@@ -76,7 +76,7 @@ def test_members_differ_and_the_random_numbers_are_the_tasks(slices_dir, tasks, 
     """Every member but the reference moves the reward on some task; with other episode keys the panel's
     rewards change (the members play the task's own futures)."""
     assert (np.abs(rewards[:, 1:]) > 1e-6).any(0).all()
-    start = open_day_start(str(slices_dir), EVERY, days=TASK_DAYS)
+    start = open_day_start(str(slices_dir), EVERY)
     start = dataclasses.replace(
         start, snapshot=dataclasses.replace(start.snapshot, keys=start.snapshot.keys[::-1])
     )

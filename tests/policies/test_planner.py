@@ -129,17 +129,15 @@ def leak_check(env, params, morning):
     keys = future_keys(jax.random.key(5), 2)
     states = [state] + [altered(state, f) for f in future_draws.FUTURE_DRAWS]
 
-    def values(states, keep=None):
+    def values(states, keep):
         stacked = jax.tree.map(lambda *x: jnp.stack(x), *states)
 
         def one(s, kept):
-            if kept is not None:  # the planner's own_future replaced while this is traced
-                with pytest.MonkeyPatch.context() as m:
-                    m.setattr(planner_module, "own_future", redraw_but(kept))
-                    return planner.values(plan_params, candidates, env.privileged(s, params), keys)
-            return planner.values(plan_params, candidates, env.privileged(s, params), keys)
+            with pytest.MonkeyPatch.context() as m:  # the planner's own_future replaced while this is traced
+                m.setattr(planner_module, "own_future", redraw_but(kept))
+                return planner.values(plan_params, candidates, env.privileged(s, params), keys)
 
-        return np.asarray(jax.jit(jax.vmap(one))(stacked, None if keep is None else jnp.asarray(keep)))
+        return np.asarray(jax.jit(jax.vmap(one))(stacked, jnp.asarray(keep)))
 
     return values, states
 
@@ -151,6 +149,7 @@ def test_the_planner_reads_no_draw_the_store_made_for_later_days(env, params, le
     the values move (so each redraw is needed, and the test can fail)."""
     values, states = leak_check
     fields = list(future_draws.FUTURE_DRAWS)
+    F = len(fields)
     view = lambda s: (env.observe(s, params), env.privileged(s, params).replace(state=None, params=None))  # noqa: E731
     key = jax.random.key(4)
     redrawn = jax.jit(future_draws.redraw)
@@ -161,14 +160,18 @@ def test_the_planner_reads_no_draw_the_store_made_for_later_days(env, params, le
             np.testing.assert_array_equal(a, b, err_msg=f"{field} changed what an agent or the oracle sees")
         for a, b in zip(*(jax.tree.leaves(redrawn(s, params, key)) for s in (states[0], changed))):
             np.testing.assert_array_equal(a, b, err_msg=f"the future's morning depends on {field}")
-    honest = values(states)
+    # nothing kept is the planner's own redraw (so the values below are the shipped planner's)
+    kept_none = jax.jit(redraw_but(jnp.zeros(F, bool)))(states[0], params, key)
+    _equal(kept_none, redrawn(states[0], params, key))
+    # one batch, one program: the states as they are (nothing kept), then each field's redraw removed in
+    # turn, on the morning and the morning with that field changed
+    pairs = [s for i in range(F) for s in (states[0], states[1 + i])]
+    keep = np.concatenate([np.zeros((len(states), F), bool), np.repeat(np.eye(F, dtype=bool), 2, axis=0)])
+    got = values(states + pairs, keep)
+    honest, leaky = got[: len(states)], got[len(states) :].reshape(F, 2, 9, 2)
     assert honest.shape == (7, 9, 2) and len(np.unique(honest[0, :, 0])) > 1  # the candidates differ
     for i, field in enumerate(fields, 1):
         np.testing.assert_array_equal(honest[0], honest[i], err_msg=f"the planner read {field}")
-    # each field's redraw removed in turn: the morning and the morning with that field changed, one batch
-    keep = np.repeat(np.eye(len(fields), dtype=bool), 2, axis=0)  # [2F, F]
-    pairs = [s for i in range(len(fields)) for s in (states[0], states[1 + i])]
-    leaky = values(pairs, keep).reshape(len(fields), 2, 9, 2)
     for i, field in enumerate(fields):
         assert not np.array_equal(leaky[i, 0], leaky[i, 1]), f"removing the redraw of {field} went unseen"
 
@@ -226,9 +229,10 @@ def short(params):
 @pytest.fixture(scope="module")
 def batched(env, short, planned):
     """``rollout`` of the planner on the stores of ``rbjax run --policy plan --stores 2 --days 4 --seed 2
-    {SMALL}``: (keys [2], final states [2, ...])."""
+    {SMALL}``: (keys [2], final states [2, ...], DaySummary records [2, 4])."""
     keys = jax.random.split(jax.random.key(SEED), 2)
-    return keys, rollout(env, *planned, short, keys, days=DAYS)[1]
+    records, final = rollout(env, *planned, short, keys, days=DAYS)
+    return keys, final, records
 
 
 def _unbatched(env, params, planned, key):
@@ -259,7 +263,7 @@ def _equal(a, b):
 def test_batched_equals_unbatched_and_plans_only_on_its_days(env, short, planned, batched):
     """Same keys, same result; a store in a batch (the plan's ``vmap`` rule) is the store alone (``lax.cond``);
     on the days it does not plan (1 and 3 with every = 2) it plays the base action, on the others a candidate."""
-    keys, final = batched
+    keys, final, _ = batched
     _equal(final, rollout(env, *planned, short, keys, days=DAYS)[1])
     moved = 0
     for i, key in enumerate(keys):
@@ -278,16 +282,17 @@ def test_batched_equals_unbatched_and_plans_only_on_its_days(env, short, planned
 
 
 @pytest.mark.slow
-def test_through_the_tools_equals_its_rollout(env, params, planned):
-    """``agents run --model policy:plan``'s path: the planner's actions as tool calls give its rollout's records."""
+def test_through_the_tools_equals_its_rollout(env, short, planned, batched):
+    """``agents run --model policy:plan``'s path: the planner's actions as tool calls give its rollout's records
+    and final states (the rollout's program is the batched fixture's)."""
     from rbjax.agents.runs.policy import run_policy_agents
+    from rbjax.results.records import summarize
 
-    three = params.replace(horizon=np.int32(3))
-    keys = jax.random.split(jax.random.key(6), 2)
-    tools, _, _ = run_policy_agents(env, three, *planned, keys)
-    want, _ = rollout(env, *planned, three, keys, days=3, records="full")
-    for name, value in vars(want).items():
-        np.testing.assert_array_equal(np.asarray(getattr(tools, name)), np.asarray(value), err_msg=name)
+    keys, final, records = batched
+    tools, engine, _ = run_policy_agents(env, short, *planned, keys)
+    for name, value in vars(summarize(tools)).items():
+        np.testing.assert_array_equal(np.asarray(value), np.asarray(getattr(records, name)), err_msg=name)
+    _equal(jax.tree.map(lambda x: np.asarray(x)[: len(keys)], engine.state), final)
 
 
 @pytest.mark.slow
@@ -302,7 +307,7 @@ def test_the_planners_commands_on_the_default_devices(batched, tmp_path):
         cwd=tmp_path,
     )
     assert "plan policy, 2 stores x 4 days" in out and "paper row: oracle" in out
-    _, final = batched
+    _, final, _ = batched
     with np.load(tmp_path / "P" / "records.npz") as got:
         np.testing.assert_array_equal(got["net_worth"][:, -1], np.asarray(final.net_worth))
     slices = pd.read_csv(tmp_path / "C" / "slices.csv")

@@ -238,7 +238,7 @@ def make_tasks(
     keep_histories(folder, days_in, stores, progress, note)  # one play for every day's tool history
     tasks = []
     for day in days_in:
-        start = open_day_start(folder, day, stores=stores, days=days, progress=progress, note=note)
+        start = open_day_start(folder, day, stores=stores, progress=progress, note=note)
         check_tail(day, days, int(tail), start.horizon)
         rows = start.open_stores(stores)
         if not rows:  # every store of that day closed before it (a run that went bankrupt)

@@ -98,10 +98,17 @@ def simulate(key: jax.Array, config: EnvConfig, params: EnvParams, world: World,
         jnp.zeros(J, jnp.int32),
         jnp.zeros(J, f),
     )
-    (q_tier, p_tier, _, _, profit), (price, units, n_rev, stars, *extra) = jax.lax.scan(
-        day, init, jnp.arange(H)
-    )
-    R, W = config.review_window, config.sales_window
+    (q_tier, p_tier, _, _, profit), days = jax.lax.scan(day, init, jnp.arange(H))
+    return opened(config, params, (q_tier, p_tier, profit), days, records)
+
+
+def opened(config: EnvConfig, params: EnvParams, last, days, records: bool):
+    """The ``Opening`` (and with ``records`` the ``OpeningRecords``) from the pre-opening scan: ``last`` its
+    final (quality tiers [J, K], price tiers [J, K], profit [J]); ``days`` its per-day outputs, leaves [H, J]
+    (price, units, reviews, stars, and with ``records`` the quotes [H, J, K] and the chosen supplier)."""
+    (q_tier, p_tier, profit), (price, units, n_rev, stars, *extra) = last, days
+    f = params.alpha.dtype
+    H, R, W = config.history_days, config.review_window, config.sales_window
     # a day's reviews and stars held at the ring's int16 range, as reviews.push holds a played day's
     n_rev, stars = (jnp.clip(x.astype(jnp.int32), 0, 32767) for x in (n_rev, stars))
     units = units.astype(jnp.int32)

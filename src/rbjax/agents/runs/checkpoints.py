@@ -148,19 +148,7 @@ def load_checkpoint(path: str, engine: AgentEngine, store: int) -> dict | None:
     )
     pop = lambda prefix: {k[len(prefix) :]: arrays.pop(k) for k in list(arrays) if k.startswith(prefix)}  # noqa: E731
     engine_arrays, ledger_arrays, record_arrays = pop("engine."), pop("ledger."), pop("records.")
-    row = {}
-    for part in ("obs", "state"):
-        batch = getattr(engine, part)
-        flat, treedef = jax.tree_util.tree_flatten_with_path(batch)
-        leaves = []
-        for p, leaf in flat:
-            name = f"{part}{jax.tree_util.keystr(p)}"
-            x = need_array(path, f"engine.{name}", engine_arrays.pop(name, None), leaf.shape[1:], leaf.dtype)
-            leaves.append(x)
-        row[part] = jax.tree_util.tree_unflatten(treedef, leaves)
-    row["lead"] = need_array(
-        path, "engine.lead", engine_arrays.pop("lead", None), engine.lead.shape[1:], engine.lead.dtype
-    )
+    row = engine_row(path, engine, engine_arrays)
     remain = arrays.pop("news.remain", None)
     if remain is not None:
         want = engine.host["news"].remain
@@ -171,19 +159,7 @@ def load_checkpoint(path: str, engine: AgentEngine, store: int) -> dict | None:
             path, "news_today", f"a list of {slots} items (one a news slot)", f"{len(news_today)} items"
         )
     ledger = StoreLedger.from_data(meta.get("ledger"), ledger_arrays, new_ledger(engine), path)
-    template = info_template(engine.env)
-    n = days
-    day = need_array(path, "records.day", record_arrays.pop("day", None), (n,), np.int32)
-    if not np.array_equal(day, np.arange(n)):
-        raise bad(path, "records.day", f"the days 0..{n - 1}", day.tolist()[:8])
-    fields = {}
-    for f in dataclasses.fields(DayInfo):
-        want = getattr(template, f.name)
-        x = need_array(
-            path, f"records.{f.name}", record_arrays.pop(f.name, None), (n, *want.shape), want.dtype
-        )
-        fields[f.name] = x
-    records = [(d, DayInfo(**{k: v[d] for k, v in fields.items()})) for d in range(n)]
+    records = day_records(path, engine, record_arrays, days)
     left = [f"engine.{k}" for k in engine_arrays] + [f"ledger.{k}" for k in ledger_arrays]
     left += [f"records.{k}" for k in record_arrays] + list(arrays)
     if left:
@@ -199,6 +175,40 @@ def load_checkpoint(path: str, engine: AgentEngine, store: int) -> dict | None:
         "records": records,
         "files": files,
     }
+
+
+def engine_row(path: str, engine: AgentEngine, arrays: dict) -> dict:
+    """The store's engine row of a checkpoint (its ``engine.`` entries, popped from ``arrays``): obs and state
+    (pytrees of the engine's own leaves, each [...] of one row) and today's lead draws, each checked."""
+    row = {}
+    for part in ("obs", "state"):
+        flat, treedef = jax.tree_util.tree_flatten_with_path(getattr(engine, part))
+        leaves = []
+        for p, leaf in flat:
+            name = f"{part}{jax.tree_util.keystr(p)}"
+            leaves.append(
+                need_array(path, f"engine.{name}", arrays.pop(name, None), leaf.shape[1:], leaf.dtype)
+            )
+        row[part] = jax.tree_util.tree_unflatten(treedef, leaves)
+    lead = engine.lead
+    row["lead"] = need_array(path, "engine.lead", arrays.pop("lead", None), lead.shape[1:], lead.dtype)
+    return row
+
+
+def day_records(path: str, engine: AgentEngine, arrays: dict, days: int) -> list:
+    """[(day, DayInfo)] of a checkpoint's ``days`` days (its ``records.`` entries, popped from ``arrays``), each
+    field checked against the engine's ``DayInfo``."""
+    template = info_template(engine.env)
+    day = need_array(path, "records.day", arrays.pop("day", None), (days,), np.int32)
+    if not np.array_equal(day, np.arange(days)):
+        raise bad(path, "records.day", f"the days 0..{days - 1}", day.tolist()[:8])
+    fields = {}
+    for f in dataclasses.fields(DayInfo):
+        want = getattr(template, f.name)
+        fields[f.name] = need_array(
+            path, f"records.{f.name}", arrays.pop(f.name, None), (days, *want.shape), want.dtype
+        )
+    return [(d, DayInfo(**{k: v[d] for k, v in fields.items()})) for d in range(days)]
 
 
 @functools.cache

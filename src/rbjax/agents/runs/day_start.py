@@ -291,17 +291,14 @@ def open_day_start(
     folder: str,
     day: int,
     stores: int | None = None,
-    days: int | None = None,
     progress: int = 0,
     note: Callable[[str], None] | None = None,
 ) -> DayStart:
     """The ``DayStart`` of the snapshot of ``day`` in ``folder`` with the tool history of its first ``stores``
     stores (default: all), read from the folder or made and kept there (``DayStart.history_of``): what a
-    session pool and ``make_tasks`` start from. days: checked against the horizon when given. ValueError (one
-    line) for a folder, day, snapshot or size that does not fit, and for per-store params (tasks need one
-    set)."""
-    from rbjax.runners.paired import check_slice_days
-
+    session pool and ``make_tasks`` start from (each checks its slices against the horizon:
+    ``runners.paired.check_slice_days``). ValueError (one line) for a folder, day, snapshot or size that does not
+    fit, and for per-store params (tasks need one set)."""
     folder = os.path.abspath(folder)
     start = read_day(folder, day)
     if any(np.ndim(x) for x in jax.tree.leaves(start.params.horizon)):
@@ -310,7 +307,5 @@ def open_day_start(
             "from_states",
         )
     S = start.count(stores)
-    if days is not None:
-        check_slice_days(start.day, days, start.horizon, name="days")
     start.history = start.history_of(S, progress, note)
     return start

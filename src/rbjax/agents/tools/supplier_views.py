@@ -140,6 +140,11 @@ def view_supplier_returns_avg_rate(store, supplier_id=None, start_date=None, end
         "average_sku_return_rate": sum(rates) / len(rates) if rates else None,
         "skus": per,
     }
+    return payload, returns_text(payload, table)
+
+
+def returns_text(payload: dict, table: list[str]) -> str:
+    """``view_supplier_returns_avg_rate``'s text: the totals as a list, then ``table`` (its SKU rows)."""
     fmt = lambda x: "-" if x is None else f"{x:.6f}"
     lines = [f"## Supplier average return rate {payload['start_date']} ~ {payload['end_date']}"]
     lines += [
@@ -159,4 +164,4 @@ def view_supplier_returns_avg_rate(store, supplier_id=None, start_date=None, end
     ]
     lines += ["", "| SKU | Sold Count | Ordered Count | Denominator | Source | Return Count | Return Rate |"]
     lines += ["|---|---|---|---|---|---|---|", *table]
-    return payload, "\n".join(lines)
+    return "\n".join(lines)
