@@ -116,3 +116,12 @@ def test_the_reference_machine_is_the_recorded_one():
     assert q["store_days_per_s"] == round(rec["quick"]["store_days_per_s"])
     assert q["first_call_s"] == round(rec["quick"]["first_call_s"], 1)
     assert (rec["stores"], rec["days"]) == (1000, 180)
+
+
+def test_the_readmes_throughput_is_the_recorded_one():
+    """The README's day rate is ``bench --quick``'s median on the reference machine, and its ratio to the
+    reference simulator's 2 s a simulated day."""
+    rate = record("main_job.json")["quick"]["store_days_per_s"]
+    text = " ".join((ROOT / "README.md").read_text().split())
+    assert f"{rate:,.0f} store-days/s on a 2-core CPU" in text
+    assert f"about {round(rate * 2.0, -3):,.0f} times the reference's 2 s a day" in text

@@ -6,6 +6,7 @@ clear."""
 import asyncio
 import dataclasses
 import json
+import shutil
 
 import jax
 import numpy as np
@@ -187,6 +188,24 @@ def test_errors_are_clear_and_leave_the_pool_usable(pool, tasks):
         ValueError, match="days \\+ 4 of continuation\\): a slice of 10004 days from day 16 runs past"
     ):
         pool.open(late)
+    assert len(pool.free) == pool.slots
+
+
+def test_a_task_of_another_run_is_refused(pool, tasks, slices_dir, tmp_path):
+    """A task whose folder was made in another env: the pool reads every day into its own env, and refuses a
+    day whose run is not the pool's (here the folder's manifest says another grouping), naming the task; then a
+    day whose snapshot cannot be read into its env at all."""
+    other = tmp_path / "other"
+    shutil.copytree(slices_dir, other)
+    manifest = json.loads((other / "slices.json").read_text())
+    (other / "slices.json").write_text(json.dumps({**manifest, "grouping": "ref19"}))
+    with pytest.raises(ValueError, match="has another env or params than this pool's"):
+        pool.open(dataclasses.replace(tasks[0], from_states=str(other)))
+    snap = next(other.glob("day_*.npz"))
+    snap.write_bytes(b"not a snapshot")
+    other_day = dataclasses.replace(tasks[0], from_states=str(other), day=int(snap.stem.split("_")[1]))
+    with pytest.raises(ValueError, match=f"task {other_day.id}: its day cannot be read into this pool's env"):
+        pool.open(other_day)
     assert len(pool.free) == pool.slots
 
 

@@ -29,7 +29,7 @@ import numpy as np
 from rbjax import policies
 from rbjax.agents.engine.batch import AgentEngine
 from rbjax.agents.engine.scheduler import DayScheduler
-from rbjax.agents.runs.day_start import DayStart, open_day_start, seat
+from rbjax.agents.runs.day_start import DayStart, open_day_start, open_day_start_in
 from rbjax.agents.runs.loop import names_of
 from rbjax.agents.runs.policy import PolicyDriver
 from rbjax.checks import need_count
@@ -92,7 +92,10 @@ class SessionPool:
         key = (task.from_states, task.day)
         start = self.starts.get(key)
         if start is None or start.history.num_stores <= task.store:
-            start = open_day_start(task.from_states, task.day, stores=task.store + 1)
+            try:  # read into the pool's own env: its programs, its engine
+                start = open_day_start_in(self.env, task.from_states, task.day, stores=task.store + 1)
+            except ValueError as e:
+                raise ValueError(f"task {task.id}: its day cannot be read into this pool's env: {e}") from None
             if start.run_id != self.fingerprint:
                 raise ValueError(
                     f"task {task.id}: its run ({task.from_states}) has another env or params than this pool's"
@@ -106,6 +109,8 @@ class SessionPool:
         slot is taken."""
         if not self.free:
             raise SessionError(f"every one of the pool's {self.slots} slots is taken (close a session first)")
+        if task.tail:
+            self.reference_driver(task.reference)  # an unknown reference fails here, not at the last day
         start = self.start_of(task)
         try:  # the rule of every slice (runners.paired), the task's days and its continuation together
             check_slice_days(task.day, task.days + task.tail, start.horizon)
@@ -113,19 +118,14 @@ class SessionPool:
             raise ValueError(
                 f"task {task.id} ({task.days} days + {task.tail} of continuation): {e}"
             ) from None
-        if task.tail:
-            self.reference_driver(task.reference)  # an unknown reference fails here, not at the last day
         if task.store >= start.snapshot.num_stores or np.asarray(start.snapshot.state.done)[task.store]:
             raise ValueError(f"task {task.id}: store {task.store} is not an open store of day {task.day}")
-        slot = self.free.pop()
-        (tools,) = seat(self.engine, [slot], start.snapshot, [task.store], start.history, **self.tool_options)
         sid = session_id or f"s{next(self._ids)}"
         if sid in self.sessions:
-            self.free.append(slot)
             raise SessionError(f"session {sid!r} is already open")
-        session = Session(self, sid, task, slot, tools, start.snapshot.keys[task.store])
+        session = Session.seated(self, sid, task, self.free.pop(), start)
         self.sessions[sid] = session
-        self.scheduler.join(slot)
+        self.scheduler.join(session.slot)
         self.opened += 1
         return session
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import time
 
+from rbjax.agents.runs.day_start import seat
 from rbjax.agents.runs.history import play_policy_day
 from rbjax.agents.runs.loop import begin_day, end_day, open_day
 from rbjax.lm import rewards
@@ -59,6 +60,14 @@ class Session:
         self.decided_days, self.calls = 0, 0
         self.last_call = time.monotonic()
         self.morning = self._begin()
+
+    @classmethod
+    def seated(cls, pool, session_id: str, task, slot: int, start) -> Session:
+        """The session of ``task`` in ``slot``, its store seated there first: the store ``task.store`` of
+        ``start`` (the ``DayStart`` of the task's day) with its tool history (``day_start.seat``)."""
+        snap = start.snapshot
+        (tools,) = seat(pool.engine, [slot], snap, [task.store], start.history, **pool.tool_options)
+        return cls(pool, session_id, task, slot, tools, snap.keys[task.store])
 
     # ------------------------------------------------------------------ calls
     def check_open(self) -> None:

@@ -2,10 +2,11 @@
 was made in, the snapshot's stores (numpy) and their tool history (``history``: made once by the one warm-up,
 ``warm_stores``, and kept beside the snapshot).
 
-``read_day(folder, at)`` reads the folder (``rbjax.files.slices_folder``), makes the run's env and loads the
-snapshot; ``DayStart.history_of`` finds or makes the stores' tool history; ``seat`` puts snapshot stores into
-an engine's slots (their state, key and past): the one way stores of a snapshot enter an agent engine, used by
-slices (``slices.open_slice``, ``--from-states`` runs), session pools, tasks and the reference gains.
+``read_day(folder, at)`` reads the folder (``rbjax.files.slices_folder``) and loads the snapshot into the
+run's env (``run_env``; ``read_day_in`` into a given one, a session pool's); ``DayStart.history_of`` finds or
+makes the stores' tool history; ``seat`` puts snapshot stores into an engine's slots (their state, key and
+past): the one way stores of a snapshot enter an agent engine, used by slices (``slices.open_slice``,
+``--from-states`` runs), session pools, tasks and the reference gains.
 
 >>> start = read_day("slices/oracle", 30)
 >>> start.history = start.history_of(8)                    # read from tools_day_030.npz, or made and kept
@@ -131,32 +132,43 @@ class DayStart:
         return past
 
 
-def read_day(folder: str, at: str | int | None = None, data: str | None = None) -> DayStart:
-    """The ``DayStart`` of the snapshot of day ``at`` in the slices folder ``folder`` (``at`` is needed when it
-    holds several), without its tool history: the env of the run that saved it (its grouping, supplier
-    attempts and days; the catalogue ``data``, default the run's) and the snapshot (state leaves numpy, params
-    the saved ones or the env's defaults). ValueError (one line) for a folder, manifest, day or snapshot that
-    does not fit."""
+def run_env(folder: str, data: str | None = None) -> Env:
+    """The env of the run that saved the slices folder ``folder``: its grouping, supplier attempts and days, the
+    catalogue ``data`` (default the run's); one per process for these options, so the days of one folder share
+    its compiled programs. ValueError (one line; an ``OptionError`` names the option) for one that does not fit."""
     from rbjax.env import make_env
-    from rbjax.files import snapshots
-    from rbjax.files.slices_folder import open_slices_folder
+    from rbjax.files.slices_folder import read_manifest
     from rbjax.runners import programs
 
-    start = open_slices_folder(folder, at)
-    m = start.manifest
+    m = read_manifest(folder)
     parts = (
         m.get("data") if data is None else data,
         m["grouping"],
         m["supplier_attempts"],
         m.get("days", 180),
     )
-    # one env per process for these options (an OptionError names the option), so the days of one folder
-    # share its compiled programs
     env, _ = programs.cached("day_start.env", lambda: make_env(*parts), parts=parts)
+    return env
+
+
+def read_day(folder: str, at: str | int | None = None, data: str | None = None) -> DayStart:
+    """The ``DayStart`` of the snapshot of day ``at`` in the slices folder ``folder`` (``at`` is needed when it
+    holds several), without its tool history, in the env of the run that saved it (``run_env``; the catalogue
+    ``data``, default the run's): ``read_day_in``."""
+    return read_day_in(run_env(folder, data), folder, at)
+
+
+def read_day_in(env: Env, folder: str, at: str | int | None = None) -> DayStart:
+    """``read_day`` into ``env`` (a session pool's own): the snapshot (state leaves numpy, params the saved ones
+    or the env's defaults). ValueError (one line) for a folder, manifest, day or snapshot that does not fit."""
+    from rbjax.files import snapshots
+    from rbjax.files.slices_folder import open_slices_folder
+
+    start = open_slices_folder(folder, at)
     snap = snapshots.load(start.path, env)
     params = snap.env_params(env)
     snap = dataclasses.replace(snap, state=jax.tree.map(np.asarray, snap.state), params=params)
-    return DayStart(folder, start.day, m, start.path, env, params, snap)
+    return DayStart(folder, start.day, start.manifest, start.path, env, params, snap)
 
 
 def take_stores(snapshot: Snapshot, rows: Sequence[int]) -> Snapshot:
@@ -297,10 +309,22 @@ def open_day_start(
     """The ``DayStart`` of the snapshot of ``day`` in ``folder`` with the tool history of its first ``stores``
     stores (default: all), read from the folder or made and kept there (``DayStart.history_of``): what a
     session pool and ``make_tasks`` start from (each checks its slices against the horizon:
-    ``runners.paired.check_slice_days``). ValueError (one line) for a folder, day, snapshot or size that does not
-    fit, and for per-store params (tasks need one set)."""
+    ``runners.paired.check_slice_days``), in the env of the run (``run_env``): ``open_day_start_in``."""
+    return open_day_start_in(run_env(folder), folder, day, stores, progress, note)
+
+
+def open_day_start_in(
+    env: Env,
+    folder: str,
+    day: int,
+    stores: int | None = None,
+    progress: int = 0,
+    note: Callable[[str], None] | None = None,
+) -> DayStart:
+    """``open_day_start`` into ``env`` (a session pool's own). ValueError (one line) for a folder, day, snapshot
+    or size that does not fit, and for per-store params (tasks need one set)."""
     folder = os.path.abspath(folder)
-    start = read_day(folder, day)
+    start = read_day_in(env, folder, day)
     if any(np.ndim(x) for x in jax.tree.leaves(start.params.horizon)):
         raise ArgumentError(
             f"{{from_states}} {folder}: the snapshot's params are per store; tasks need one set",
