@@ -118,7 +118,7 @@ def redraw_but(keep: jax.Array):
 
 @pytest.fixture(scope="module")
 def leak_check(env, params, morning):
-    """(values(states, keep=None) -> [S, C, M] planner values of each state on the same futures, with the
+    """(values(states, keep) -> [S, C, M] planner values of each state on the same futures, with the
     redraws where ``keep`` ([S, F] bool) is True removed; the states: the morning, then the morning with each
     future draw changed in turn). Two weeks ahead (the default horizon), so tier changes and news endings
     fall inside the futures."""
@@ -135,7 +135,7 @@ def leak_check(env, params, morning):
         def one(s, kept):
             with pytest.MonkeyPatch.context() as m:  # the planner's own_future replaced while this is traced
                 m.setattr(planner_module, "own_future", redraw_but(kept))
-                return planner.values(plan_params, candidates, env.privileged(s, params), keys)
+                return planner.values(plan_params, candidates, obs, env.privileged(s, params), keys)
 
         return np.asarray(jax.jit(jax.vmap(one))(stacked, jnp.asarray(keep)))
 
@@ -208,7 +208,7 @@ def test_halving_keeps_the_base_and_the_better_half_then_plays_the_best_over_all
     candidates = candidate_actions(plan_params, base, obs)
     key = jax.random.key(8)
     v = np.asarray(
-        jax.jit(planner.values)(plan_params, candidates, privileged, future_keys(key, 2))
+        jax.jit(planner.values)(plan_params, candidates, obs, privileged, future_keys(key, 2))
     )  # [9, 2]
     # round one: every candidate on future 0; the base and the best 4 others (lax.top_k: ties to the lower index)
     kept = sorted([0, *(1 + np.argsort(-v[1:, 0], kind="stable")[:4])])

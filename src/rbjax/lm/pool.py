@@ -95,7 +95,9 @@ class SessionPool:
             try:  # read into the pool's own env: its programs, its engine
                 start = open_day_start_in(self.env, task.from_states, task.day, stores=task.store + 1)
             except ValueError as e:
-                raise ValueError(f"task {task.id}: its day cannot be read into this pool's env: {e}") from None
+                raise ValueError(
+                    f"task {task.id}: its day cannot be read into this pool's env: {e}"
+                ) from None
             if start.run_id != self.fingerprint:
                 raise ValueError(
                     f"task {task.id}: its run ({task.from_states}) has another env or params than this pool's"

@@ -128,7 +128,7 @@ def collect(
         privileged = env.privileged(state, params)
         _, candidates, (products, store, mask) = student.inputs(moves, obs, privileged)
         futures = future_keys(jax.random.fold_in(jax.random.fold_in(key, _LABEL), day), settings.futures)
-        values = planner.values(plan_params, candidates, privileged, futures).mean(-1)
+        values = planner.values(plan_params, candidates, obs, privileged, futures).mean(-1)
         return products, store, mask, values
 
     per_store = (0, 0, 0, None, None)
