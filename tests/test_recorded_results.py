@@ -125,3 +125,14 @@ def test_the_readmes_throughput_is_the_recorded_one():
     text = " ".join((ROOT / "README.md").read_text().split())
     assert f"{rate:,.0f} store-days/s on a 2-core CPU" in text
     assert f"about {round(rate * 2.0, -3):,.0f} times the reference's 2 s a day" in text
+
+
+def test_the_readmes_paper_rows_are_the_papers():
+    """The paper's rows of the headline table are ``rbjax.results.paper``'s (the paper's published runs)."""
+    from rbjax.results import paper
+
+    readme = (ROOT / "README.md").read_text()
+    llm = paper.BEST_LLM.replace(" (", ", ").rstrip(")")
+    for label, row in (("oracle", paper.ORACLE), (f"best LLM ({llm})", paper.LLM_ROWS[paper.BEST_LLM])):
+        cells = f"{row['final_net_worth']:,.0f} | {row['total_sales']:,.0f} | {row['expired_ratio']:.4f}"
+        assert f"| {label}, paper's one run | | {cells} | |" in readme, label
