@@ -22,7 +22,11 @@ OUT = Path(__file__).parent / "out"  # longer tables and plots, not kept
 
 def provenance(argv: list[str], script: str) -> dict:
     """The commit (with '+changes' when the tree differs from it), machine, date and command of a run."""
+    # isort: off
+    import rbjax  # noqa: F401  (before jax: it sets the compiler's flags)
     import jax
+
+    # isort: on
 
     def git(*a):
         return subprocess.run(["git", *a], capture_output=True, text=True, cwd=Path(__file__).parent).stdout
