@@ -284,7 +284,7 @@ def test_batched_equals_unbatched_and_plans_only_on_its_days(env, short, planned
 @pytest.mark.slow
 def test_through_the_tools_equals_its_rollout(env, short, planned, batched):
     """``agents run --model policy:plan``'s path: the planner's actions as tool calls give its rollout's records
-    and final states (the rollout's program is the batched fixture's)."""
+    and final states (the rollout's program is the batched fixture's; the engine's, another, to float rounding)."""
     from rbjax.agents.runs.policy import run_policy_agents
     from rbjax.results.records import summarize
 
@@ -292,7 +292,14 @@ def test_through_the_tools_equals_its_rollout(env, short, planned, batched):
     tools, engine, _ = run_policy_agents(env, short, *planned, keys)
     for name, value in vars(summarize(tools)).items():
         np.testing.assert_array_equal(np.asarray(value), np.asarray(getattr(records, name)), err_msg=name)
-    _equal(jax.tree.map(lambda x: np.asarray(x)[: len(keys)], engine.state), final)
+    # the final states: the agent engine's step is another XLA program than the rollout's, so a float kept in
+    # the state (a running mean) may differ in its last bit; counts and flags exactly
+    for got, want in zip(jax.tree.leaves(engine.state), jax.tree.leaves(final), strict=True):
+        got, want = np.asarray(got)[: len(keys)], np.asarray(want)
+        if np.issubdtype(want.dtype, np.floating):
+            np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
+        else:
+            np.testing.assert_array_equal(got, want)
 
 
 @pytest.mark.slow

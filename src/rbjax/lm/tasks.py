@@ -31,6 +31,7 @@ from rbjax.files.record_files import atomic_file
 from rbjax.files.slices_folder import open_slices_folder, read_manifest
 from rbjax.lm.panel import MEMBERS, panel_rewards, summarize
 from rbjax.lm.rewards import scale
+from rbjax.runners.paired import check_slice_days
 
 PROMPT = (
     "You manage store {store} of a supermarket chain from {date} for {days} day(s). Each day, look at the "
@@ -267,10 +268,11 @@ def with_headroom(tasks: Sequence[Task], minimum: float) -> list[Task]:
 
 
 def check_tail(day: int, days: int, tail: int, horizon: int) -> None:
-    """ValueError (one line) when ``days`` decided days, which fit in the run's ``horizon``, and a continuation
-    of ``tail`` days from the morning of ``day`` pass it (decided days that do not fit are refused where the
-    day is opened)."""
-    if day + days <= horizon < day + days + tail:
+    """ArgumentError (one line) when ``days`` decided days from the morning of ``day`` pass the run's ``horizon``
+    (the rule of every slice, ``runners.paired.check_slice_days``, naming ``days``), or a continuation of
+    ``tail`` days after them does."""
+    check_slice_days(day, days, horizon, name="days")
+    if horizon < day + days + tail:
         raise ArgumentError(
             f"{{tail}} {tail}: day {day} + {days} decided days + {tail} days of continuation passes the run's "
             f"horizon {horizon} (at most {max(horizon - day - days, 0)} days of continuation fit)",
