@@ -202,7 +202,7 @@ def candidate_actions(
     candidate that moves each product's units to its cheapest quote.
     """
     f = obs.prices.dtype
-    set_price = (base.price.astype(f) != obs.prices) if base.set_price is None else base.set_price
+    set_price = as_candidate(base, obs).set_price
     rank = base.order_rank
 
     def like(price=base.price, set_p=set_price, order=base.order):
