@@ -38,6 +38,9 @@ TINY = DistillConfig(
     epochs=2,
     batch=2,
 )
+TINY_FLAGS = (  # TINY as ``rbjax train distill`` flags (the fixture's 5-day episodes, seed 0)
+    "--stores 2 --days 5 --label-days 2 --rounds 2 --epochs 2 --batch 2 --plan-futures 2 --plan-horizon 3"
+)
 
 
 @pytest.fixture(scope="module")
@@ -153,6 +156,8 @@ def test_train_distill_refuses_bad_settings_in_one_line(capsys, tmp_path):
         ("train distill --rounds 0", "DistillConfig.rounds must be an int >= 1"),
         ("train distill --label-days 200 --days 180", "label_days (200) exceeds days (180)"),
         ("train distill --explore 1.5", "explore must be in [0, 1]"),
+        ("train distill --plan-horizon 0", "LabelSettings.horizon must be an int >= 1"),
+        ("train distill --batch 0", "DistillConfig.batch must be an int >= 1"),
         ("train distill --init x", "--init is for ppo"),
     ):
         err = cli_error(capsys, f"{line} --out {tmp_path}")
@@ -160,15 +165,19 @@ def test_train_distill_refuses_bad_settings_in_one_line(capsys, tmp_path):
 
 
 @pytest.mark.slow
-def test_train_distill_then_run_the_student_on_the_clis_devices(tmp_path):
-    """The CLI as a user runs it (one device per core): a one-round observed student, then ``run`` with it."""
+def test_train_distill_then_run_the_student_on_the_clis_devices(env, tiny_run, tmp_path):
+    """The CLI as a user runs it (``train`` on one device, ``run`` on one per core): ``TINY``'s recipe, so the
+    command trains what ``distill`` trained (and loads the fixture's compiled programs), then ``run`` with it."""
     out = rbjax_commands(
-        "train distill --student observed --stores 2 --days 4 --label-days 1 --rounds 1 --epochs 1 --out s",
-        "run --policy distilled_obs --checkpoint s --stores 2 --days 4",
+        f"train distill {TINY_FLAGS} --out s",
+        "run --policy distilled --checkpoint s --stores 2 --days 5",
         cwd=tmp_path,
     )
-    assert "distill: 1 rounds, 2 labels" in out and "wrote s/config.json" in out
-    assert "final_net_worth" in out or "net worth" in out
+    assert "distill: 2 rounds, 8 labels" in out and "wrote s/config.json" in out
+    assert "distilled policy, 2 stores x 5 days" in out
+    (want, _), (got, config) = (load(folder, env) for folder in (tiny_run[0], tmp_path / "s"))
+    assert config == TINY
+    jax.tree.map(np.testing.assert_array_equal, got, want)
 
 
 @pytest.mark.slow

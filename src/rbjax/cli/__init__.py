@@ -208,6 +208,21 @@ def _add_train(sub) -> None:
         default=dd.labels.explore,
         help="distill: share of store-days a random candidate is played between the labeled mornings",
     )
+    p.add_argument(
+        "--plan-futures",
+        type=int,
+        default=dd.labels.futures,
+        metavar="M",
+        help="distill: futures per candidate of the labeling planner",
+    )
+    p.add_argument(
+        "--plan-horizon",
+        type=int,
+        default=dd.labels.horizon,
+        metavar="H",
+        help="distill: days each of the labeling planner's futures runs",
+    )
+    p.add_argument("--batch", type=int, default=dd.batch, help="distill: labels per Adam step")
     p.add_argument("--progress", type=int, default=10, help="ppo: progress line every N updates (0: none)")
     p.add_argument(
         "--init", default=None, metavar="RUN_DIR", help="ppo: continue from a checkpoint's weights"

@@ -77,6 +77,8 @@ def distill_main(args) -> None:
             label_days=args.label_days,
             days=args.days,
             explore=args.explore,
+            futures=args.plan_futures,
+            horizon=args.plan_horizon,
         )
         config = DistillConfig(
             student=StudentConfig(
@@ -85,6 +87,7 @@ def distill_main(args) -> None:
             rounds=args.rounds,
             labels=labels,
             epochs=args.epochs or d.epochs,
+            batch=args.batch,
             lr=args.lr or d.lr,
         )
     except ValueError as e:
