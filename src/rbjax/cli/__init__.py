@@ -188,6 +188,18 @@ def _add_train(sub) -> None:
         default=d.supplier_prior,
         help="ppo: weight of the observable supplier score in the supplier logits (0: none)",
     )
+    _add_distill_flags(p, dd)
+    p.add_argument("--progress", type=int, default=10, help="ppo: progress line every N updates (0: none)")
+    p.add_argument(
+        "--init", default=None, metavar="RUN_DIR", help="ppo: continue from a checkpoint's weights"
+    )
+    p.add_argument("--out", default=None, help="run folder: checkpoint and curve (default runs/ALGORITHM)")
+    add_env_flags(p)
+    p.set_defaults(func=train.main)
+
+
+def _add_distill_flags(p: argparse.ArgumentParser, dd) -> None:
+    """``train distill``'s own flags (``dd``: the default ``DistillConfig``)."""
     p.add_argument(
         "--student",
         choices=["privileged", "observed"],
@@ -223,13 +235,6 @@ def _add_train(sub) -> None:
         help="distill: days each of the labeling planner's futures runs",
     )
     p.add_argument("--batch", type=int, default=dd.batch, help="distill: labels per Adam step")
-    p.add_argument("--progress", type=int, default=10, help="ppo: progress line every N updates (0: none)")
-    p.add_argument(
-        "--init", default=None, metavar="RUN_DIR", help="ppo: continue from a checkpoint's weights"
-    )
-    p.add_argument("--out", default=None, help="run folder: checkpoint and curve (default runs/ALGORITHM)")
-    add_env_flags(p)
-    p.set_defaults(func=train.main)
 
 
 def _add_bench(sub) -> None:
