@@ -50,6 +50,23 @@ def test_the_students_rows_are_the_recorded_ones():
         assert f"| {name} | {pm(row['final_net_worth'])} |" in docs, name
 
 
+def test_the_planner_bases_pairing_is_the_recorded_one():
+    """docs/results.md's claim that policy iteration climbs: the planner on the round-2 student's base against
+    the shipped planner (benchmarks/planner_bases.py), each mean and the paired difference with its interval."""
+    rec = record("planner_bases.json")
+    docs = (ROOT / "docs" / "results.md").read_text()
+    oracle_base, student_base = (rec["policies"][f"plan (base: {b})"] for b in ("oracle", "distilled"))
+    paired = rec["paired"]
+    assert f"ends at {pm(student_base['final_net_worth'])} against" in docs
+    assert f"shipped planner's {pm(oracle_base['final_net_worth'])} (base" in docs
+    gain = f"**{paired['diff']:+,.0f} ({paired['low']:+,.0f} .. {paired['high']:+,.0f}), {paired['relative']:+.1%}**"
+    assert gain.replace("%", " %") in docs
+    assert f"ahead on {paired['wins']:.0%} of the stores".replace("%", " %") in docs
+    assert (rec["stores"], rec["days"]) == (64, 180)
+    heldout = record("planner_heldout.json")
+    assert rec["seed"] == heldout["seed"]  # the held-out stores of the planner's headline
+
+
 @pytest.mark.skipif(not (RESULTS / "demos.json").exists(), reason="benchmarks/demos.py has not been run")
 def test_the_demonstrations_table_is_the_recorded_one():
     rec = record("demos.json")
