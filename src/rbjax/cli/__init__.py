@@ -220,20 +220,13 @@ def _add_distill_flags(p: argparse.ArgumentParser, dd) -> None:
         default=dd.labels.explore,
         help="distill: share of store-days a random candidate is played between the labeled mornings",
     )
-    p.add_argument(
-        "--plan-futures",
-        type=int,
-        default=dd.labels.futures,
-        metavar="M",
-        help="distill: futures per candidate of the labeling planner",
-    )
-    p.add_argument(
-        "--plan-horizon",
-        type=int,
-        default=dd.labels.horizon,
-        metavar="H",
-        help="distill: days each of the labeling planner's futures runs",
-    )
+    for flag, metavar, default, what in (
+        ("--plan-futures", "M", dd.labels.futures, "futures per candidate"),
+        ("--plan-horizon", "H", dd.labels.horizon, "days each future runs"),
+    ):  # the labeling planner's M and H, named as run --policy plan names them
+        p.add_argument(
+            flag, type=int, default=default, metavar=metavar, help=f"distill: the labeler's {what}"
+        )
     p.add_argument("--batch", type=int, default=dd.batch, help="distill: labels per Adam step")
 
 
