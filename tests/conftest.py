@@ -46,6 +46,9 @@ GROUPS = {
     # test_orders' NaN-rank step is test_oracle's step (float ranks); orders and inventory reset on a fixed world
     "tests/model/test_orders.py": "oracle",
     "tests/model/test_inventory.py": "oracle",
+    # test_env's scenarios play the single-store reset and step of the scenario tests above (the session
+    # fixtures): after them on one worker they load those programs, where on the other worker they compiled them
+    "tests/test_env.py": "oracle",
     "tests/agents/test_agent_run.py": "agent-engine",  # one engine batch of 16 stores (runs of 4, 8, 16 share it)
     "tests/agents/test_agent_llm.py": "agent-engine",
     "tests/agents/test_agent_resume.py": "agent-engine",
@@ -64,7 +67,6 @@ FIRST = (
     "ppo",
     "oracle",
     "wrappers",
-    "tests/test_env.py",
     "agent-engine",
     "tests/runners/test_distributed.py",
 )
