@@ -62,6 +62,8 @@ def test_the_planner_bases_pairing_is_the_recorded_one():
     gain = f"**{paired['diff']:+,.0f} ({paired['low']:+,.0f} .. {paired['high']:+,.0f}), {paired['relative']:+.1%}**"
     assert gain.replace("%", " %") in docs
     assert f"ahead on {paired['wins']:.0%} of the stores".replace("%", " %") in docs
+    assert student_base["survives"] == 1.0 and "every one of its stores survives" in docs
+    assert f"({oracle_base['survives']:.0%} under the oracle base)".replace("%", " %") in docs
     assert (rec["stores"], rec["days"]) == (64, 180)
     heldout = record("planner_heldout.json")
     assert rec["seed"] == heldout["seed"]  # the held-out stores of the planner's headline

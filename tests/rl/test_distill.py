@@ -38,8 +38,10 @@ TINY = DistillConfig(
     epochs=2,
     batch=2,
 )
-TINY_FLAGS = (  # TINY as ``rbjax train distill`` flags (the fixture's 5-day episodes, seed 0)
-    "--stores 2 --days 5 --label-days 2 --rounds 2 --epochs 2 --batch 2 --plan-futures 2 --plan-horizon 3"
+L = TINY.labels
+TINY_FLAGS = (  # TINY as ``rbjax train distill`` flags (the fixture's episodes, seed 0)
+    f"--stores {L.stores} --days {L.days} --label-days {L.label_days} --rounds {TINY.rounds} --epochs "
+    f"{TINY.epochs} --batch {TINY.batch} --plan-futures {L.futures} --plan-horizon {L.horizon}"
 )
 
 
@@ -117,7 +119,7 @@ def test_fit_learns_a_rule_the_features_hold():
 @pytest.fixture(scope="module")
 def tiny_run(env, params, tmp_path_factory):
     """(the folder of a two-round tiny recipe, its curve, its rounds' params), 5-day episodes."""
-    short = params.replace(horizon=np.int32(5))
+    short = params.replace(horizon=np.int32(L.days))
     student, curve, rounds = distill(env, short, TINY, seed=0, progress=None)
     out = tmp_path_factory.mktemp("distilled")
     save(out, student, TINY, curve, env)
@@ -170,11 +172,11 @@ def test_train_distill_then_run_the_student_on_the_clis_devices(env, tiny_run, t
     command trains what ``distill`` trained (and loads the fixture's compiled programs), then ``run`` with it."""
     out = rbjax_commands(
         f"train distill {TINY_FLAGS} --out s",
-        "run --policy distilled --checkpoint s --stores 2 --days 5",
+        f"run --policy distilled --checkpoint s --stores 2 --days {L.days}",
         cwd=tmp_path,
     )
     assert "distill: 2 rounds, 8 labels" in out and "wrote s/config.json" in out
-    assert "distilled policy, 2 stores x 5 days" in out
+    assert f"distilled policy, 2 stores x {L.days} days" in out
     (want, _), (got, config) = (load(folder, env) for folder in (tiny_run[0], tmp_path / "s"))
     assert config == TINY
     jax.tree.map(np.testing.assert_array_equal, got, want)
