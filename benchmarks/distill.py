@@ -1,11 +1,14 @@
 """The planner's students: the recipe trained, then every policy on held-out stores, paired with the oracle.
 
     python benchmarks/distill.py [--stores 64] [--days 180] [--rounds 3] [--ship] [--skip-planners]
+                                 [--students privileged,observed]
 
-1. Trains both students with the default recipe (``rbjax.rl.distill.DistillConfig()``: 3 rounds of 256 stores x
-   20 labeled mornings, the planner's defaults M = 4, H = 14) on seeds 0 (privileged) and 1 (observed), on this
-   machine's devices; ``--ship`` writes their checkpoints to ``checkpoints/distilled_hard_v2`` and
-   ``checkpoints/distilled_obs_hard_v2``.
+1. Trains the ``--students`` with the default recipe (``rbjax.rl.distill.DistillConfig()``: 3 rounds of 256
+   stores x 20 labeled mornings, the planner's defaults M = 4, H = 14, each round fitted on every round's labels)
+   on seeds 0 (privileged) and 1 (observed), on this machine's devices; ``--ship`` writes their checkpoints to
+   ``checkpoints/distilled_hard_v2`` and ``checkpoints/distilled_obs_hard_v2``. A student left out keeps its
+   rows, recipe and curve from the recorded ``distill.json``, with the provenance of the run that made them
+   (``carried``).
 2. Runs on ``--stores`` held-out stores (``planner.HELD_OUT_SEED``: no round trained on it, no setting was chosen
    on it) for ``--days`` days: the oracle, PPO (shipped), each student after each round, and the planner with the
    last privileged student as its base; the shipped planner's row (base: the oracle) comes from
@@ -55,6 +58,67 @@ def evaluate(
     return metrics.store_metrics(rec), wall
 
 
+NAMES = {"privileged": "distilled", "observed": "distilled_obs"}
+
+
+def table_row(name: str, r: dict) -> dict:
+    """One row of the markdown table from a policy's record."""
+    paired = r["paired"]
+    return {
+        "policy": name,
+        "final net worth": f"{r['final_net_worth']['mean']:,.0f} ± {r['final_net_worth']['sd']:,.0f}",
+        "- oracle (95 % interval)": f"{paired['diff']:+,.0f} ({paired['low']:+,.0f} .. {paired['high']:+,.0f})",
+        "of the oracle": f"{r['of_oracle']:.0%}",
+        "of the planner": f"{r['of_planner']:.0%}",
+        "total sales": f"{r['total_sales']:,.0f}",
+        "expired ratio": f"{r['expired_ratio']:.4f}",
+        "µs / store-day": f"{r['us_per_store_day']:,.1f}",
+        "x oracle's time": f"{r['of_oracle_wall']:.1f}",
+    }
+
+
+def curve_table(curve: list[dict]) -> pd.DataFrame:
+    """A recipe's curve as the docs show it: whole seconds, shares in per cent (the record keeps every digit)."""
+    t = pd.DataFrame(curve).drop(columns="train_s")
+    for col in ("label_s", "round_s"):
+        t[col] = t[col].round().astype(int)
+    for col in ("agreement", "gain_kept", "planner_departs"):
+        t[col] = (100 * t[col]).round().astype(int).astype(str) + " %"
+    t["train_loss"] = t["train_loss"].round(3)
+    return t
+
+
+def carry(kinds: set, record: dict, args) -> tuple[dict, dict, dict]:
+    """(provenance, recipe and curve of each student not trained here): their rows are added to ``record``
+    from the recorded distill.json (the same held-out stores), each student's with the run that made it."""
+    if not kinds:
+        return {}, {}, {}
+    old = read("distill")
+    if (old["stores"], old["days"], old["seed"]) != (args.stores, args.days, HELD_OUT_SEED):
+        raise SystemExit(
+            "distill.json is of other stores: train every student (--students privileged,observed)"
+        )
+    carried, recipes, curves = {}, {}, {}
+    for kind in sorted(kinds):
+        name = NAMES[kind]
+        run = {k: old[k] for k in ("commit", "machine", "date", "command")}
+        carried[name] = old.get("carried", {}).get(name, run)
+        recipes[name], curves[name] = old["recipe"][name], old["curves"][name]
+        mine = lambda row: (
+            row.startswith(f"{name}, round")
+            or (  # noqa: E731
+                kind == "privileged" and row.startswith("planner, base distilled")
+            )
+        )
+        record |= {row: r for row, r in old["policies"].items() if mine(row)}
+    order = ["oracle", "PPO", "distilled,", "distilled_obs", "planner"]
+    ranked = sorted(record, key=lambda row: next(i for i, o in enumerate(order) if row.startswith(o)))
+    record_sorted = {row: record[row] for row in ranked}
+    record.clear()
+    record.update(record_sorted)
+    return carried, recipes, curves
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--stores", type=int, default=64)
@@ -62,13 +126,21 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=DistillConfig().rounds)
     ap.add_argument("--ship", action="store_true", help="write the students to checkpoints/")
     ap.add_argument("--skip-planners", action="store_true", help="leave out the planner with a student base")
+    ap.add_argument(
+        "--students", default="privileged,observed", help="the students to train (comma-separated)"
+    )
     args = ap.parse_args()
+    kinds = {"privileged": True, "observed": False}
+    chosen = args.students.split(",")
+    if not chosen or any(k not in kinds for k in chosen):
+        raise SystemExit(f"--students: a comma-separated subset of {', '.join(kinds)}, got {args.students!r}")
     rbjax.setup(cache="none")
     source = provenance(sys.argv, "benchmarks/distill.py")  # the tree the run starts from
     env = rbjax.Env()
     train_params = env.default_params()
     config = {
-        p: DistillConfig(student=StudentConfig(privileged=p), rounds=args.rounds) for p in (True, False)
+        kinds[k]: DistillConfig(student=StudentConfig(privileged=kinds[k]), rounds=args.rounds)
+        for k in chosen
     }
     trained, train_s = {}, {}
     for privileged, cfg in config.items():
@@ -92,7 +164,7 @@ def main() -> None:
             rows[f"{name}, round {r}"] = evaluate(
                 env, params, keys, args.days, Student(config[privileged].student), sp
             )
-    if not args.skip_planners:
+    if not args.skip_planners and True in trained:
         student = Student(config[True].student)
         planner, pp = make_planner(env, PlanSettings(base=student), trained[True][1][-1])
         rows[f"planner, base distilled round {args.rounds - 1}"] = evaluate(
@@ -108,10 +180,9 @@ def main() -> None:
     planner_nw = shipped_planner["policies"]["plan"]["final_net_worth"]["mean"]
     base = rows["oracle"][0]["final_net_worth"].to_numpy()
     oracle_s = rows["oracle"][1]
-    table, record = [], {}
+    record = {}
     for name, (t, wall) in rows.items():
         nw = t["final_net_worth"].to_numpy()
-        paired = paired_row(base, nw)
         record[name] = dict(
             final_net_worth=dict(mean=float(nw.mean()), sd=float(nw.std(ddof=1))),
             first_8_stores=[float(x) for x in nw[:8]],  # what tests/rl/test_distill.py replays
@@ -120,25 +191,13 @@ def main() -> None:
             survives=float((t["survival_days"] >= args.days).mean()),
             of_oracle=float(nw.mean() / base.mean()),
             of_planner=float(nw.mean() / planner_nw),
-            paired={k: float(v) for k, v in paired.items()},
+            paired={k: float(v) for k, v in paired_row(base, nw).items()},
             wall_s=wall,
             us_per_store_day=1e6 * wall / (args.stores * args.days),
             of_oracle_wall=wall / oracle_s,
         )
-        r = record[name]
-        table.append(
-            {
-                "policy": name,
-                "final net worth": f"{r['final_net_worth']['mean']:,.0f} ± {r['final_net_worth']['sd']:,.0f}",
-                "- oracle (95 % interval)": f"{paired['diff']:+,.0f} ({paired['low']:+,.0f} .. {paired['high']:+,.0f})",
-                "of the oracle": f"{r['of_oracle']:.0%}",
-                "of the planner": f"{r['of_planner']:.0%}",
-                "total sales": f"{r['total_sales']:,.0f}",
-                "expired ratio": f"{r['expired_ratio']:.4f}",
-                "µs / store-day": f"{r['us_per_store_day']:,.1f}",
-                "x oracle's time": f"{r['of_oracle_wall']:.1f}",
-            }
-        )
+    carried, recipes, curves = carry(set(kinds) - set(chosen), record, args)
+    table = [table_row(name, r) for name, r in record.items()]
     pp_row = shipped_planner["policies"]["plan"]
     table.insert(
         1,
@@ -155,7 +214,7 @@ def main() -> None:
             "x oracle's time": f"{pp_row['wall_s'] / shipped_planner['policies']['oracle']['wall_s']:.0f}",
         },
     )
-    curves = {
+    curves |= {
         ("distilled" if p else "distilled_obs"): c.assign(train_s=train_s[p]).to_dict("records")
         for p, (c, _) in trained.items()
     }
@@ -169,9 +228,9 @@ def main() -> None:
     ]
     for name, c in curves.items():
         lines += [
-            f"### {name}: {train_s[name == 'distilled']:.0f} s",
+            f"### {name}: {c[0]['train_s']:.0f} s",
             "",
-            markdown_table(pd.DataFrame(c)),
+            markdown_table(curve_table(c)),
             "",
         ]
     text = "\n".join(lines)
@@ -183,9 +242,10 @@ def main() -> None:
         stores=args.stores,
         days=args.days,
         seed=HELD_OUT_SEED,
-        recipe={("distilled" if p else "distilled_obs"): c.as_dict() for p, c in config.items()},
+        recipe=recipes | {("distilled" if p else "distilled_obs"): c.as_dict() for p, c in config.items()},
         policies=record,
         curves=curves,
+        carried=carried,
     )
     write("distill", out)
 

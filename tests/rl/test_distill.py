@@ -130,6 +130,7 @@ def tiny_run(env, params, tmp_path_factory):
 def test_a_recipe_plays_labels_and_fits_each_round(env, tiny_run):
     out, curve, rounds = tiny_run
     assert list(curve["round"]) == [0, 1] and (curve.labels == 2 * 2).all()  # stores x label days
+    assert list(curve.fitted_on) == [4, 8]  # round 1 fits on both rounds' labels (TINY aggregates)
     assert (curve.simulated_store_days == 4 * 9 * 2 * 3).all()  # labels x C x M x H
     assert np.isfinite(curve[["train_loss", "agreement", "gain_kept"]].to_numpy()).all()
     # round 1 starts from round 0's weights and moves them

@@ -228,6 +228,12 @@ def _add_distill_flags(p: argparse.ArgumentParser, dd) -> None:
             flag, type=int, default=default, metavar=metavar, help=f"distill: the labeler's {what}"
         )
     p.add_argument("--batch", type=int, default=dd.batch, help="distill: labels per Adam step")
+    p.add_argument(
+        "--aggregate",
+        action=argparse.BooleanOptionalAction,
+        default=dd.aggregate,
+        help="distill: fit each round on every round's labels so far (--no-aggregate: on its own)",
+    )
 
 
 def _add_bench(sub) -> None:

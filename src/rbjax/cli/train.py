@@ -89,6 +89,7 @@ def distill_main(args) -> None:
             epochs=args.epochs or d.epochs,
             batch=args.batch,
             lr=args.lr or d.lr,
+            aggregate=args.aggregate,
         )
     except ValueError as e:
         raise fail(f"train: {said(e)}") from None

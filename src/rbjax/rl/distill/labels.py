@@ -77,6 +77,16 @@ class Labels:
     def __len__(self) -> int:
         return len(self.values)
 
+    @classmethod
+    def concat(cls, rounds: list[Labels]) -> Labels:
+        """Several rounds' labels as one set (their seconds and simulated store-days summed)."""
+        fields = ("products", "store", "mask", "values", "day")
+        joined = {f: np.concatenate([getattr(r, f) for r in rounds]) for f in fields}
+        seconds = sum(r.seconds for r in rounds)
+        return cls(
+            **joined, seconds=seconds, simulated_store_days=sum(r.simulated_store_days for r in rounds)
+        )
+
     @property
     def best(self) -> np.ndarray:
         """[N] the planner's choice: the candidate with the best mean (ties to the lowest, the anchor's)."""

@@ -3,9 +3,10 @@
 Round 0 plays and plans with the anchor (the oracle); round r plays the round r - 1 student and the planner
 plays it on in its futures (``labels.collect``), so each round's teacher is stronger than the last. Each round
 fits the network to the planner's choice (cross-entropy on the best candidate), warm-started from the last
-round's weights, on that round's labels (a tenth held out to report the fit). ``save`` writes a checkpoint
-folder (``config.json``, ``student.msgpack``, ``curve.csv``) that ``load_policy`` reads back for the registry
-(``rbjax.policies.make("distilled", env, checkpoint)``).
+round's weights, on every round's labels so far (``DistillConfig.aggregate``, as DAgger aggregates its data:
+a round's student must still choose well on the states earlier students led to; a tenth held out to report
+the fit). ``save`` writes a checkpoint folder (``config.json``, ``student.msgpack``, ``curve.csv``) that
+``load_policy`` reads back for the registry (``rbjax.policies.make("distilled", env, checkpoint)``).
 """
 
 from __future__ import annotations
@@ -42,12 +43,15 @@ class DistillConfig:
     epochs: int = 30
     batch: int = 256
     lr: float = 1e-3
+    aggregate: bool = True  # fit each round on every round's labels so far (DAgger), not on its own alone
 
     def __post_init__(self):
         for name in ("rounds", "epochs", "batch"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ValueError(f"DistillConfig.{name} must be an int >= 1, got {value!r}")
+        if not isinstance(self.aggregate, bool):
+            raise ValueError(f"DistillConfig.aggregate must be a bool, got {self.aggregate!r}")
         if not self.lr > 0:
             raise ValueError(f"DistillConfig.lr must be > 0, got {self.lr!r}")
 
@@ -56,7 +60,10 @@ class DistillConfig:
 
     @classmethod
     def from_dict(cls, d: dict) -> DistillConfig:
-        d = dict(d)
+        d = {
+            "aggregate": False,
+            **d,
+        }  # checkpoints written before the field fitted each round on its own labels
         return cls(student=StudentConfig(**d.pop("student")), labels=LabelSettings(**d.pop("labels")), **d)
 
 
@@ -114,17 +121,20 @@ def distill(
     moves = default_moves(OracleParams.default())
     current = student.init(jax.random.fold_in(key, 0xA7), moves, env.config.num_products)
     policy, policy_params = student.anchor, moves.base
-    rows, rounds = [], []
+    rows, rounds, seen = [], [], []
     for r in range(config.rounds):
         start = time.perf_counter()
         k_round = jax.random.fold_in(key, r)
         labels = collect(env, params, student, moves, policy, policy_params, config.labels, k_round)
-        current, stats = fit(student, current, labels, config, jax.random.fold_in(k_round, 1))
+        seen = [*seen, labels] if config.aggregate else [labels]
+        data = Labels.concat(seen)
+        current, stats = fit(student, current, data, config, jax.random.fold_in(k_round, 1))
         rounds.append(current)
         rows.append(
             dict(
                 round=r,
                 labels=len(labels),
+                fitted_on=len(data),
                 label_s=labels.seconds,
                 round_s=time.perf_counter() - start,
                 simulated_store_days=labels.simulated_store_days,
@@ -134,7 +144,7 @@ def distill(
         if progress:
             s = rows[-1]
             progress(
-                f"round {r}: {s['labels']:,} labels in {s['label_s']:.0f} s, the planner departs from the anchor "
+                f"round {r}: {s['labels']:,} new labels in {s['label_s']:.0f} s, the planner departs from the anchor "
                 f"on {s['planner_departs']:.0%}; held out: agreement {s['agreement']:.0%}, gain kept "
                 f"{s['gain_kept']:.0%} ({s['round_s']:.0f} s)"
             )

@@ -28,13 +28,13 @@ import jax.numpy as jnp
 from flax import struct
 
 from rbjax.policies.estimates import daily_demand, stock_position
-from rbjax.policies.oracle import OracleParams, oracle
+from rbjax.policies.oracle import OracleParams, best_supplier, oracle
 from rbjax.policies.planner import PlannerParams, candidate_actions
 from rbjax.policies.planner import default_params as default_moves
 from rbjax.rl.actions import supplier_score
 from rbjax.state import Action, Observation, Privileged
 
-OBSERVED_P, PRIVILEGED_P, STORE_G = 12, 3, 5  # per-product features (observed, added when privileged), store
+SHARED_P, SUPPLIER_P, STORE_G = 12, 3, 5  # per-product features (both students, of the supplier), store
 
 
 def observed_anchor(
@@ -48,9 +48,11 @@ def observed_anchor(
 
 
 def product_features(obs: Observation, anchor: Action, privileged: Privileged | None) -> jax.Array:
-    """[J, P] what the network reads of each product: prices against cost and the anchor's price, demand and
-    stock cover, reviews, returns, news mentions, the anchor's orders; with ``privileged``, also the true
-    quality of the supplier the anchor orders from and today's news effects (P = 12, or 15)."""
+    """[J, P] what the network reads of each product (P = 15): prices against cost and the anchor's price,
+    demand and stock cover, reviews, returns, news mentions, the anchor's orders; then what the student knows
+    of the supplier its anchor picks: with ``privileged``, that supplier's true quality and today's news
+    effects; without, the evidence the tools show of it (its units' mean rating, their return rate, its quote
+    against the day's dearest), the inputs of ``supplier_score``, which picked it."""
     f = obs.prices.dtype
     cost = jnp.min(obs.quote_price, -1)
     demand = jnp.maximum(daily_demand(obs, 0.0), 0.5)
@@ -74,6 +76,14 @@ def product_features(obs: Observation, anchor: Action, privileged: Privileged | 
         k = jnp.argmax(anchor.order, -1)
         quality = jnp.take_along_axis(privileged.quote_quality, k[:, None], -1)[:, 0]
         cols += [quality / 5.0, privileged.news_need, privileged.news_supply]
+    else:
+        k, price = best_supplier(supplier_score(obs), obs.quote_price)  # observed_anchor's own pick
+        of_k = lambda x: jnp.take_along_axis(x, k[:, None], -1)[:, 0]  # noqa: E731
+        cols += [
+            of_k(obs.supplier_rating) / 5.0,
+            of_k(obs.supplier_return_rate),
+            price / obs.quote_price.max(-1),
+        ]
     return jnp.stack([c.astype(f) for c in cols], -1)
 
 
@@ -171,7 +181,6 @@ class Student:
     ) -> StudentParams:
         """Fresh weights for the default moves (``policies.planner.default_params``) or ``moves``."""
         moves = default_moves(OracleParams.default()) if moves is None else moves
-        P = OBSERVED_P + PRIVILEGED_P * self.config.privileged
-        J = num_products
+        P, J = SHARED_P + SUPPLIER_P, num_products
         net = self.net(moves.moves).init(key, jnp.zeros((J, P)), jnp.zeros(STORE_G), jnp.ones(J, bool))
         return StudentParams(net=net, moves=moves)
