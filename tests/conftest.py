@@ -88,14 +88,16 @@ def pytest_collection_modifyitems(items):
     items.sort(key=lambda item: rank.get(_group(item), len(FIRST)))
 
 
-from rbjax.env import Env
+from rbjax.runners.programs import env_and_params
 
 SHARED = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "retailbench")
 
 
 @pytest.fixture(scope="session")
 def env():
-    return Env()
+    """The process's one default Env, the one the commands run in-process use (``programs.env_and_params``),
+    so the tests and the commands share their compiled programs."""
+    return env_and_params()[0]
 
 
 @pytest.fixture(scope="session")
@@ -114,12 +116,14 @@ def reset(env):
     return jax.jit(env.reset)
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _release_compiled_programs():
-    """Drop every compiled program after each test file: a worker that keeps hundreds of XLA:CPU executables
-    alive crashed inside XLA's compiler late in the suite (its memory maps add up); the next file loads what
-    it shares from the persistent cache."""
-    yield
+def pytest_runtest_teardown(item, nextitem):
+    """Drop every compiled program when a worker's next test is of another group (``GROUPS``; by default a
+    file): a worker that keeps hundreds of XLA:CPU executables alive crashed inside XLA's compiler late in the
+    suite (its memory maps add up). Inside a group they stay: its tests share them by design, and dropping
+    them would make each file trace, lower and load them from the persistent cache again (about 10 s for the
+    agents' engine)."""
+    if nextitem is not None and _group(nextitem) == _group(item):
+        return
     from rbjax.runners import executables
 
     executables.forget()

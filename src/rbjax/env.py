@@ -316,9 +316,14 @@ def make_env(
     except ValueError as e:
         raise OptionError("supplier_attempts", supplier_attempts, str(e)) from None
     env = Env(config, catalog)
+    return env, params_for_days(env, days)
+
+
+def params_for_days(env: Env, days: int) -> EnvParams:
+    """``env``'s default params with ``horizon = days``, checked; an ``OptionError`` names ``days``."""
     try:
         if not 1 <= days <= np.iinfo(np.int32).max:
             raise ValueError(f"must be a positive int32, got {days}")
-        return env, env.check_params(env.default_params().replace(horizon=np.int32(days)))
+        return env.check_params(env.default_params().replace(horizon=np.int32(days)))
     except ValueError as e:
         raise OptionError("days", days, str(e)) from None

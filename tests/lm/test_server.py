@@ -11,6 +11,10 @@ import pytest
 
 from rbjax.lm.http import Client, ServerError, serve
 
+# a slices run, its tasks and the engine's programs, as the other files of tests/lm/ that play sessions (the quick
+# lane keeps the transport's own tests: test_server_robustness.py, over a stand-in pool)
+pytestmark = pytest.mark.slow
+
 SLOTS = 16  # one engine batch for every test of the file, the agents' tests' size (batch_bucket: 16)
 
 

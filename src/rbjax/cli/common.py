@@ -104,12 +104,13 @@ def add_env_flags(p: argparse.ArgumentParser, days: int = 180) -> None:
 
 
 def make_env(args):
-    """(Env, validated EnvParams with horizon = --days) from the flags (``rbjax.env.make_env``)."""
+    """(Env, validated EnvParams with horizon = --days) from the flags: the process's one Env for them
+    (``runners.programs.env_and_params``), so the commands run in one process share their compiled programs."""
     from rbjax.env import OptionError
-    from rbjax.env import make_env as env_from_options
+    from rbjax.runners.programs import env_and_params
 
     try:
-        return env_from_options(args.data, args.grouping, args.supplier_attempts, args.days)
+        return env_and_params(args.data, args.grouping, args.supplier_attempts, args.days)
     except OptionError as e:
         raise fail(e) from None
 

@@ -3,7 +3,8 @@ keeps it here, under a key that names what the program depends on.
 
 A key is ``(kind, env, *parts)``:
 
-- ``kind``: which program, named by its module ("rollout.advance", "paired.gaps", "engine.programs", ...);
+- ``kind``: which program, named by its module ("rollout.advance", "paired.gaps", "engine.programs", ...), or
+  "env": the process's one Env for a set of options (``env_and_params``), which every command shares;
 - ``env``: the ``Env`` it runs, by identity (its config and catalogue fix every shape), or None; the env is
   kept alive with the program, so its id stays unique while the entry lives;
 - ``parts``: whatever else changes the trace, each hashable: a policy (a function, by identity), the records
@@ -35,3 +36,17 @@ def cached(kind: str, build: Callable[[], T], env: Any = None, parts: tuple[Hash
     if key not in _PROGRAMS:
         _PROGRAMS[key] = (env, build())
     return _PROGRAMS[key][1]
+
+
+def env_and_params(
+    data: str | None = None, grouping: str = "20", supplier_attempts: int = 50, days: int = 180
+):
+    """(Env, its checked default params with ``horizon = days``), as ``rbjax.env.make_env`` makes them, but one
+    Env per process for each (data, grouping, supplier_attempts), kept here: every command, replay, slice and
+    task of one process then runs the same Env, so the same compiled programs. Raises ``rbjax.env.OptionError``
+    naming the option."""
+    from rbjax.env import make_env, params_for_days
+
+    parts = (data, grouping, supplier_attempts)
+    env, _ = cached("env", lambda: make_env(*parts), parts=parts)
+    return env, params_for_days(env, days)

@@ -97,26 +97,25 @@ class _Collected(TraceWriter):
 
 # ---------------------------------------------------------------------------------------------- the run
 def rebuild(run_dir: str, settings: dict, data: str | None = None, env=None, params=None, keys=None):
-    """(Env, EnvParams, keys [stores] typed keys, notes: list of str) of the run: ``make_env`` with
-    run.json's grouping, supplier attempts and days (unless ``env``/``params`` are given), keys
-    ``split(key(seed), stores)`` (unless ``keys``), checked against the digests a language-model run's
-    run.json holds. ValueError (one line) when they do not fit."""
+    """(Env, EnvParams, keys [stores] typed keys, notes: list of str) of the run: the process's env
+    (``runners.programs.env_and_params``) for run.json's grouping, supplier attempts and days (unless
+    ``env``/``params`` are given), keys ``split(key(seed), stores)`` (unless ``keys``), checked against the
+    digests a language-model run's run.json holds. ValueError (one line) when they do not fit."""
     import jax
 
     from rbjax.agents.runs.identity import digest
 
     path, notes = os.path.join(run_dir, "run.json"), []
     if env is None:
-        from rbjax.env import make_env
-
         missing = [k for k in ("grouping", "supplier_attempts") if k not in settings]
         if missing:
             raise ValueError(
                 f"{path}: no {' or '.join(missing)} in it (a run started from Python: pass env and params)"
             )
-        parts = (data, settings["grouping"], settings["supplier_attempts"], settings["days"])
         # one env (and its compiled programs) per process for these options; an OptionError names the option
-        env, params = programs.cached("replay.env", lambda: make_env(*parts), parts=parts)
+        env, params = programs.env_and_params(
+            data, settings["grouping"], settings["supplier_attempts"], settings["days"]
+        )
     if params is None:
         params = env.default_params()
     params = params.replace(horizon=np.int32(settings["days"]))

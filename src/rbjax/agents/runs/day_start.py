@@ -136,18 +136,12 @@ def run_env(folder: str, data: str | None = None) -> Env:
     """The env of the run that saved the slices folder ``folder``: its grouping, supplier attempts and days, the
     catalogue ``data`` (default the run's); one per process for these options, so the days of one folder share
     its compiled programs. ValueError (one line; an ``OptionError`` names the option) for one that does not fit."""
-    from rbjax.env import make_env
     from rbjax.files.slices_folder import read_manifest
     from rbjax.runners import programs
 
     m = read_manifest(folder)
-    parts = (
-        m.get("data") if data is None else data,
-        m["grouping"],
-        m["supplier_attempts"],
-        m.get("days", 180),
-    )
-    env, _ = programs.cached("day_start.env", lambda: make_env(*parts), parts=parts)
+    data = m.get("data") if data is None else data
+    env, _ = programs.env_and_params(data, m["grouping"], m["supplier_attempts"], m.get("days", 180))
     return env
 
 

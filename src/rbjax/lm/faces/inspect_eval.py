@@ -210,12 +210,13 @@ def slice_dataset(path: str, pool: dict) -> MemoryDataset:
 def episode_dataset(stores: int, env: dict, pool: dict) -> MemoryDataset:
     """One sample per store of a full-episode run of ``env`` (``episode_start``'s arguments); the store's task
     is made when its pool opens. Metadata: the store, ``env`` and ``pool`` (the ``SessionPool`` options)."""
-    from rbjax.env import OptionError, make_env
+    from rbjax.env import OptionError
     from rbjax.lm.tasks import task_id
+    from rbjax.runners.programs import env_and_params
 
     days, seed = env["days"], env["seed"]
     try:
-        made, params = make_env(env["data"], env["grouping"], env["supplier_attempts"], days)
+        made, params = env_and_params(env["data"], env["grouping"], env["supplier_attempts"], days)
     except OptionError as e:
         raise ValueError(str(e)) from None
     date = made.catalog.date_of(int(params.open_day)).isoformat()
@@ -305,10 +306,10 @@ def episode_start(stores: int, days: int, seed: int, grouping: str, supplier_att
     from rbjax.agents.runs import history
     from rbjax.agents.runs.day_start import DayStart
     from rbjax.agents.runs.loop import make_stores
-    from rbjax.env import make_env
     from rbjax.files.snapshots import Snapshot
+    from rbjax.runners.programs import env_and_params
 
-    env, params = make_env(data, grouping, supplier_attempts, days)
+    env, params = env_and_params(data, grouping, supplier_attempts, days)
     keys = jax.random.split(jax.random.key(seed), stores)
     engine = AgentEngine(env, params, keys)
     state = jax.tree.map(lambda x: np.asarray(x)[:stores], jax.device_get(engine.state))
