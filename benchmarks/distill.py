@@ -90,32 +90,32 @@ def curve_table(curve: list[dict]) -> pd.DataFrame:
 
 def carry(kinds: set, record: dict, args) -> tuple[dict, dict, dict]:
     """(provenance, recipe and curve of each student not trained here): their rows are added to ``record``
-    from the recorded distill.json (the same held-out stores), each student's with the run that made it."""
+    from the recorded distill.json, each student's with the run that made it, and only where that run's
+    oracle ended where this one's does on the same held-out stores (the same model). A carried row's
+    ``of_oracle_wall`` is against its own run's oracle, as its wall time was measured there."""
     if not kinds:
         return {}, {}, {}
     old = read("distill")
-    if (old["stores"], old["days"], old["seed"]) != (args.stores, args.days, HELD_OUT_SEED):
-        raise SystemExit(
-            "distill.json is of other stores: train every student (--students privileged,observed)"
-        )
+    same = (old["stores"], old["days"], old["seed"]) == (args.stores, args.days, HELD_OUT_SEED)
+    if not same or old["policies"]["oracle"]["first_8_stores"] != record["oracle"]["first_8_stores"]:
+        raise SystemExit("distill.json is of other stores or another model: train every student")
     carried, recipes, curves = {}, {}, {}
     for kind in sorted(kinds):
         name = NAMES[kind]
         run = {k: old[k] for k in ("commit", "machine", "date", "command")}
         carried[name] = old.get("carried", {}).get(name, run)
         recipes[name], curves[name] = old["recipe"][name], old["curves"][name]
-        mine = lambda row: (
-            row.startswith(f"{name}, round")
-            or (  # noqa: E731
-                kind == "privileged" and row.startswith("planner, base distilled")
-            )
-        )
-        record |= {row: r for row, r in old["policies"].items() if mine(row)}
+
+        def of_student(row: str) -> bool:  # its rounds, and the planner on its base (the privileged one's)
+            planner = kind == "privileged" and row.startswith("planner, base distilled")
+            return row.startswith(f"{name}, round") or planner
+
+        record |= {row: r for row, r in old["policies"].items() if of_student(row)}
     order = ["oracle", "PPO", "distilled,", "distilled_obs", "planner"]
     ranked = sorted(record, key=lambda row: next(i for i, o in enumerate(order) if row.startswith(o)))
-    record_sorted = {row: record[row] for row in ranked}
+    ordered = {row: record[row] for row in ranked}
     record.clear()
-    record.update(record_sorted)
+    record.update(ordered)
     return carried, recipes, curves
 
 

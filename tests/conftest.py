@@ -116,15 +116,17 @@ def reset(env):
     return jax.jit(env.reset)
 
 
+@pytest.hookimpl(wrapper=True)
 def pytest_runtest_teardown(item, nextitem):
     """Drop every compiled program when a worker's next test is of another group (``GROUPS``; by default a
-    file): a worker that keeps hundreds of XLA:CPU executables alive crashed inside XLA's compiler late in the
-    suite (its memory maps add up). Inside a group they stay: its tests share them by design, and dropping
-    them would make each file trace, lower and load them from the persistent cache again (about 10 s for the
-    agents' engine)."""
-    if nextitem is not None and _group(nextitem) == _group(item):
-        return
-    from rbjax.runners import executables
+    file), once the last test's fixtures are torn down (a finalizer may still compile): a worker that keeps
+    hundreds of XLA:CPU executables alive crashed inside XLA's compiler late in the suite (its memory maps add
+    up). Inside a group they stay: its tests share them by design, and dropping them would make each file
+    trace, lower and load them from the persistent cache again (about 10 s for the agents' engine)."""
+    result = yield
+    if nextitem is None or _group(nextitem) != _group(item):
+        from rbjax.runners import executables
 
-    executables.forget()
-    jax.clear_caches()
+        executables.forget()
+        jax.clear_caches()
+    return result

@@ -11,6 +11,7 @@ from pathlib import Path
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pandas as pd
 import pytest
 from helpers import cli_error, rbjax_commands
 
@@ -114,6 +115,51 @@ def test_fit_learns_a_rule_the_features_hold():
     sp = student.init(jax.random.key(0))
     _, stats = fit(student, sp, labels, DistillConfig(epochs=20, batch=64, lr=3e-3), jax.random.key(1))
     assert stats["agreement"] > 0.95 and stats["gain_kept"] > 0.9, stats
+
+
+def test_an_aggregating_rounds_stats_are_of_its_own_labels():
+    """Fitted on two rounds' labels, the stats are of the second round's: the planner departs from the anchor on
+    none of its labels (it did on every one of the first round's), and its held-out labels are scored alone."""
+    rng = np.random.default_rng(1)
+    n, J, P = 400, 8, 15
+
+    def labels(best):
+        values = rng.normal(size=(n, 9)).astype(np.float32) * 0.1
+        values[:, best] += 10.0
+        return Labels(
+            products=rng.normal(size=(n, J, P)).astype(np.float32),
+            store=rng.normal(size=(n, 5)).astype(np.float32),
+            mask=np.ones((n, J), bool),
+            values=values,
+            day=np.zeros(n, np.int32),
+        )
+
+    student = Student(StudentConfig(privileged=True, hidden=8))
+    sp = student.init(jax.random.key(0), num_products=J)
+    both = Labels.concat([labels(3), labels(0)])
+    config = DistillConfig(epochs=1, batch=64)
+    _, pooled = fit(student, sp, both, config, jax.random.key(1))
+    _, own = fit(student, sp, both, config, jax.random.key(1), new_from=n)
+    assert pooled["planner_departs"] == 0.5 and own["planner_departs"] == 0.0
+
+
+def test_configs_from_before_aggregation_read_as_not_aggregating(tmp_path):
+    d = DistillConfig().as_dict()
+    del d["aggregate"]
+    assert DistillConfig.from_dict(d).aggregate is False and DistillConfig().aggregate is True
+
+
+def test_an_observed_checkpoint_without_the_supplier_evidence_says_to_train_again(env, tmp_path):
+    """An observed student saved before its network read the supplier's evidence (12 features a product): one
+    line saying so, not a shape error."""
+    config = DistillConfig(student=StudentConfig(privileged=False))
+    sp = Student(config.student).init(jax.random.key(0))
+    net = jax.tree_util.tree_map_with_path(
+        lambda path, x: x[:12] if "Dense_0" in jax.tree_util.keystr(path) and x.ndim == 2 else x, sp.net
+    )
+    save(tmp_path, sp.replace(net=net), config, pd.DataFrame({"round": [0]}), env)
+    with pytest.raises(ValueError, match="train it again"):
+        load(tmp_path, env)
 
 
 @pytest.fixture(scope="module")

@@ -45,8 +45,14 @@ def env_and_params(
     Env per process for each (data, grouping, supplier_attempts), kept here: every command, replay, slice and
     task of one process then runs the same Env, so the same compiled programs. Raises ``rbjax.env.OptionError``
     naming the option."""
+    import os
+
     from rbjax.env import make_env, params_for_days
 
-    parts = (data, grouping, supplier_attempts)
-    env, _ = cached("env", lambda: make_env(*parts), parts=parts)
+    folder = None if data is None else os.path.realpath(data)  # one folder however it is named
+    env, _ = cached(
+        "env",
+        lambda: make_env(folder, grouping, supplier_attempts),
+        parts=(folder, grouping, supplier_attempts),
+    )
     return env, params_for_days(env, days)

@@ -28,7 +28,7 @@ from rbjax.env import Env
 from rbjax.policies.oracle import OracleParams
 from rbjax.policies.planner import default_params as default_moves
 from rbjax.rl.distill.labels import Labels, LabelSettings, collect
-from rbjax.rl.distill.student import Student, StudentConfig, StudentParams
+from rbjax.rl.distill.student import SHARED_P, SUPPLIER_P, Student, StudentConfig, StudentParams
 
 FILES = ("config.json", "student.msgpack")
 
@@ -60,20 +60,25 @@ class DistillConfig:
 
     @classmethod
     def from_dict(cls, d: dict) -> DistillConfig:
-        d = {
-            "aggregate": False,
-            **d,
-        }  # checkpoints written before the field fitted each round on its own labels
+        d = dict(d)
+        d.setdefault(
+            "aggregate", False
+        )  # a checkpoint from before the field: each round fitted its own labels
         return cls(student=StudentConfig(**d.pop("student")), labels=LabelSettings(**d.pop("labels")), **d)
 
 
-def fit(student: Student, params: StudentParams, labels: Labels, config: DistillConfig, key) -> tuple:
+def fit(
+    student: Student, params: StudentParams, labels: Labels, config: DistillConfig, key, new_from: int = 0
+) -> tuple:
     """(params, stats): the network fitted to ``labels``' best candidates by Adam on the cross-entropy,
-    ``config.epochs`` passes over nine tenths of them; stats: the held-out tenth's agreement with the planner
-    and the share of the planner's gain (best - anchor value) the student's picks keep."""
+    ``config.epochs`` passes over nine tenths of them. stats: of this round's own labels (``labels[new_from:]``;
+    the earlier ones an aggregating round fits again, and its warm start has seen): the held-out tenth's
+    agreement with the planner, the share of the planner's gain (best - anchor value) the student's picks keep,
+    and how often the planner departs from the anchor."""
     n = len(labels)
     order = np.random.default_rng(int(jax.random.randint(key, (), 0, 2**31 - 1))).permutation(n)
     held, train = order[: max(1, n // 10)], order[max(1, n // 10) :]
+    held = held[held >= new_from] if (held >= new_from).any() else held  # scored: new labels never fitted
     data = dict(products=labels.products, store=labels.store, mask=labels.mask, best=labels.best)
     net = student.net(params.moves.moves)
     tx = optax.adam(config.lr)
@@ -103,7 +108,7 @@ def fit(student: Student, params: StudentParams, labels: Labels, config: Distill
         train_loss=float(np.mean(losses[-10:])) if losses else float("nan"),
         agreement=float((pick == labels.best[held]).mean()),
         gain_kept=float(kept),
-        planner_departs=float((labels.best != 0).mean()),
+        planner_departs=float((labels.best[new_from:] != 0).mean()),
     )
     return params.replace(net=w), stats
 
@@ -128,7 +133,8 @@ def distill(
         labels = collect(env, params, student, moves, policy, policy_params, config.labels, k_round)
         seen = [*seen, labels] if config.aggregate else [labels]
         data = Labels.concat(seen)
-        current, stats = fit(student, current, data, config, jax.random.fold_in(k_round, 1))
+        k_fit = jax.random.fold_in(k_round, 1)
+        current, stats = fit(student, current, data, config, k_fit, new_from=len(data) - len(labels))
         rounds.append(current)
         rows.append(
             dict(
@@ -185,6 +191,12 @@ def load(path: str | Path, env: Env) -> tuple[StudentParams, DistillConfig]:
         raise ValueError(
             f"{path / 'student.msgpack'}: does not hold this student ({type(e).__name__})"
         ) from None
+    first = params.net["params"]["Dense_0"]["kernel"]
+    if not config.student.privileged and np.shape(first)[0] == SHARED_P:  # without the supplier's evidence
+        raise ValueError(
+            f"{path}: an observed student from before it read the evidence of its supplier (12 features a "
+            f"product, now {SHARED_P + SUPPLIER_P}): train it again (rbjax train distill --student observed)"
+        )
     for leaf, want in zip(jax.tree.leaves(params), jax.tree.leaves(template)):
         if np.shape(leaf) != np.shape(want) or not np.isfinite(np.asarray(leaf, np.float64)).all():
             raise ValueError(f"{path / 'student.msgpack'}: a weight of the wrong shape or not finite")

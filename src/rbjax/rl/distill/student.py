@@ -51,8 +51,8 @@ def product_features(obs: Observation, anchor: Action, privileged: Privileged | 
     """[J, P] what the network reads of each product (P = 15): prices against cost and the anchor's price,
     demand and stock cover, reviews, returns, news mentions, the anchor's orders; then what the student knows
     of the supplier its anchor picks: with ``privileged``, that supplier's true quality and today's news
-    effects; without, the evidence the tools show of it (its units' mean rating, their return rate, its quote
-    against the day's dearest), the inputs of ``supplier_score``, which picked it."""
+    effects; without, the evidence the tools show of it (its units' mean rating, 0 before any review, their
+    return rate, its quote against the day's dearest), the inputs of ``supplier_score``, which picked it."""
     f = obs.prices.dtype
     cost = jnp.min(obs.quote_price, -1)
     demand = jnp.maximum(daily_demand(obs, 0.0), 0.5)
