@@ -272,10 +272,10 @@ def replay(
     """Play the run in ``run_dir`` again from its traces and compare it with the run (module docstring).
 
     env, params, keys: the run's (default: rebuilt from run.json: the process's env for its options,
-    ``runners.programs.env_and_params``, and ``split(key(seed), stores)``; a run started from Python without a seed or grouping in its run.json needs them). data: the
-    catalogue folder when not the shipped one. rerun_code: run ``execute_code`` snippets again instead of
-    taking their output from the trace. explicit_news: override the run's news texts (a policy run's
-    run.json does not record ``--news-text``).
+    ``runners.programs.env_and_params``, and ``split(key(seed), stores)``; a run started from Python without a
+    seed or grouping in its run.json needs them). data: the catalogue folder when not the shipped one.
+    rerun_code: run ``execute_code`` snippets again instead of taking their output from the trace.
+    explicit_news: override the run's news texts (a policy run's run.json does not record ``--news-text``).
 
     Returns a ``ReplayResult``: the replayed records ``DayInfo`` [stores, days] and the differences. Raises
     ValueError (one line) for a folder, run.json or trace that does not fit.

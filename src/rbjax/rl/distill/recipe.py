@@ -195,7 +195,7 @@ def load(path: str | Path, env: Env) -> tuple[StudentParams, DistillConfig]:
     if not config.student.privileged and np.shape(first)[0] == SHARED_P:  # without the supplier's evidence
         raise ValueError(
             f"{path}: an observed student from before it read the evidence of its supplier (12 features a "
-            f"product, now {SHARED_P + SUPPLIER_P}): train it again (rbjax train distill --student observed)"
+            f"product, now {SHARED_P + SUPPLIER_P}): train it again"
         )
     for leaf, want in zip(jax.tree.leaves(params), jax.tree.leaves(template)):
         if np.shape(leaf) != np.shape(want) or not np.isfinite(np.asarray(leaf, np.float64)).all():
