@@ -61,9 +61,8 @@ class DistillConfig:
     @classmethod
     def from_dict(cls, d: dict) -> DistillConfig:
         d = dict(d)
-        d.setdefault(
-            "aggregate", False
-        )  # a checkpoint from before the field: each round fitted its own labels
+        # a checkpoint from before the field: each round fitted its own labels
+        d.setdefault("aggregate", False)
         return cls(student=StudentConfig(**d.pop("student")), labels=LabelSettings(**d.pop("labels")), **d)
 
 
@@ -194,7 +193,7 @@ def load(path: str | Path, env: Env) -> tuple[StudentParams, DistillConfig]:
     first = params.net["params"]["Dense_0"]["kernel"]
     if not config.student.privileged and np.shape(first)[0] == SHARED_P:  # without the supplier's evidence
         raise ValueError(
-            f"{path}: an observed student from before it read the evidence of its supplier (12 features a "
+            f"{path}: an observed student from before it read the evidence of its supplier ({SHARED_P} features a "
             f"product, now {SHARED_P + SUPPLIER_P}): train it again"
         )
     for leaf, want in zip(jax.tree.leaves(params), jax.tree.leaves(template)):
