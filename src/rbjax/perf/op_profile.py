@@ -25,7 +25,8 @@ import pandas as pd
 from rbjax.env import Env
 from rbjax.perf.profiling import oracle_view
 from rbjax.policies import make
-from rbjax.runners.rollout_programs import compiled
+from rbjax.runners.placement import place
+from rbjax.runners.rollout_programs import compiled, open_stores
 
 _TABLES = ("FileNames", "FunctionNames", "FileLocations", "StackFrames")
 _FIELD = re.compile(r"(\w+)=(\d+)")
@@ -42,8 +43,10 @@ def profile_day(
     (per day), share (of the day's kernel time), source."""
     fn, pp = make(policy)
     keys = jax.random.split(jax.random.key(1), stores)
-    reset, chunk = compiled(env, fn, "summary", None, None, (jax.devices()[0],))
-    obs, state = reset(keys, params)
+    devices = (jax.devices()[0],)
+    _, chunk = compiled(env, fn, "summary", None, None, devices)
+    obs, state = open_stores(env, keys, params, devices)  # a rollout's reset program, placed as a rollout's
+    params, keys = place((params, keys), (None, 0), devices)
     (obs, state), _ = chunk(pp, params, obs, state, keys, np.int32(0), days_before)
 
     def one_day(params, obs, state, keys):

@@ -11,7 +11,7 @@ from rbjax.env import Env
 from rbjax.results.records import summarize
 from rbjax.runners import executables, programs
 from rbjax.runners.day_loop import Policy, scan_days
-from rbjax.runners.placement import STORES, mesh_map, one_process, specs
+from rbjax.runners.placement import STORES, mesh_map, one_process, place, specs
 
 
 def _one_store(env: Env, policy: Policy, records: str):
@@ -47,6 +47,14 @@ def _per_store(name: str, fn, env: Env, env_axes, devices: tuple):
 def observer(env: Env, env_axes, devices: tuple):
     """jitted [B] ``env.observe``."""
     return _per_store("observe", env.observe, env, env_axes, devices)
+
+
+def open_stores(env: Env, keys: jax.Array, env_params, devices: tuple, env_axes=None):
+    """(obs, state) [B] of ``len(keys)`` stores opened by a rollout's own reset program (``compiled``), the keys
+    and params placed on ``devices`` as a rollout places them: callers that open stores outside a rollout share
+    its compiled program (an argument placed otherwise, even on the same device, is another program)."""
+    reset = _per_store("reset", env.reset, env, env_axes, devices)
+    return reset(place(keys, 0, devices), place(env_params, env_axes, devices))
 
 
 def compiled(env: Env, policy: Policy, records: str, policy_axes, env_axes, devices: tuple = ()):

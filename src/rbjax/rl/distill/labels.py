@@ -29,6 +29,7 @@ from rbjax.kernels.rng import day_keys
 from rbjax.policies.planner import Planner, PlanSettings, future_keys
 from rbjax.rl.distill.student import Student
 from rbjax.runners.placement import mesh_map, place, specs
+from rbjax.runners.rollout_programs import open_stores
 
 _EXPLORE, _LABEL = 0x45585052, 0x4C41424C  # fold-in tags of the exploration and the labels' futures
 
@@ -144,9 +145,8 @@ def collect(
     per_store = (0, 0, 0, None, None)
     shard = lambda f: jax.jit(mesh_map(jax.vmap(f, in_axes=per_store), devices, specs(per_store)))  # noqa: E731
     play_days, label_morning = shard(play), shard(label)
-    reset = jax.jit(mesh_map(jax.vmap(env.reset, in_axes=(0, None)), devices, specs((0, None))))
+    obs, state = open_stores(env, keys, params, devices)  # the rollouts' reset: a batch size compiles once
     keys = place(keys, 0, devices)
-    obs, state = reset(keys, params)
     start = time.perf_counter()
     out = []
     for day in range(settings.days):
