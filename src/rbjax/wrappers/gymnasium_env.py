@@ -105,20 +105,22 @@ class VectorEnv(gymnasium.vector.VectorEnv):
             return jax.vmap(self.store.reset, (0, None))(keys, params)
         return jax.vmap(self.store.reset_where, (0, 0, 0, 0, None))(keys, mask, obs, state, params)
 
-    def _step_batch(self, key, state, actions, reset_first, params):
+    def _step_batch(self, key, state, actions, reset_first, same_step, params):
+        """Both auto-reset modes in one program (``same_step`` [] bool): "next_step" restarts the stores that
+        ended on the previous call (``reset_first`` [N] bool), their step dropped; "same_step" restarts those
+        that end on this call at once (its ``reset_first`` is never set)."""
         keys = jax.random.split(key, (self.num_envs, 2))
 
         def one(k, s, a, r):
             obs, s2, reward, terminated, truncated, info = self.store.step(k[0], s, a, params)
             final_obs = obs
-            if self.autoreset_mode == AutoresetMode.NEXT_STEP:
-                obs, s2 = self.store.reset_where(k[1], r, obs, s2, params)
-                reward, terminated, truncated = jnp.where(r, 0.0, reward), terminated & ~r, truncated & ~r
-                info["returned_episode"] &= ~r
-                info["net_worth"] = s2.env.net_worth.astype(jnp.float32)
-                info["invalid_levers"] = jnp.where(r, 0, info["invalid_levers"])
-            else:
-                obs, s2 = self.store.reset_where(k[1], terminated | truncated, obs, s2, params)
+            obs, s2 = self.store.reset_where(
+                k[1], r | (same_step & (terminated | truncated)), obs, s2, params
+            )
+            reward, terminated, truncated = jnp.where(r, 0.0, reward), terminated & ~r, truncated & ~r
+            info["returned_episode"] &= ~r
+            info["net_worth"] = jnp.where(r, s2.env.net_worth.astype(jnp.float32), info["net_worth"])
+            info["invalid_levers"] = jnp.where(r, 0, info["invalid_levers"])
             return obs, s2, reward, terminated, truncated, info, final_obs
 
         return jax.vmap(one)(keys, state, actions, reset_first)
@@ -157,7 +159,12 @@ class VectorEnv(gymnasium.vector.VectorEnv):
         actions = _actions(actions, (self.num_envs, self.store.num_levers))
         self._key, key = jax.random.split(self._key)
         obs, self._state, reward, terminated, truncated, info, final_obs = self._step_fn(
-            key, self._state, jnp.asarray(actions), jnp.asarray(self._autoreset), self.params
+            key,
+            self._state,
+            jnp.asarray(actions),
+            jnp.asarray(self._autoreset),
+            jnp.asarray(self.autoreset_mode == AutoresetMode.SAME_STEP),
+            self.params,
         )
         self._obs = obs
         terminated, truncated = np.asarray(terminated), np.asarray(truncated)
