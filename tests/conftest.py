@@ -55,6 +55,14 @@ GROUPS = {
     "tests/agents/test_agent_replay.py": "agent-engine",
     "tests/agents/test_agent_slices.py": "agent-engine",
     "tests/agents/test_run_folders.py": "agent-engine",
+    # the language-model tasks of tests/lm/conftest.py's slices run (2 stores, 24 days, tasks of 3 days and a
+    # 4-day tail), their panels (a batch of 112 stores) and the sessions that play them: one worker, one after
+    # another, so that each program compiles once
+    **{
+        f"tests/lm/test_{name}.py": "lm-tasks"
+        for name in "agents_tasks lm_cli panel demos sessions server trl_face turn_rewards".split()
+    },
+    "tests/agents/test_agent_save_states.py": "lm-tasks",
 }
 # The order the groups start in (the others follow in file order): the golden programs first, as the other
 # groups reuse them through the cache, and beside them the one group that shares nothing with them (its processes
@@ -68,6 +76,7 @@ FIRST = (
     "oracle",
     "wrappers",
     "agent-engine",
+    "lm-tasks",
     "tests/runners/test_distributed.py",
 )
 
@@ -88,6 +97,8 @@ def pytest_collection_modifyitems(items):
     items.sort(key=lambda item: rank.get(_group(item), len(FIRST)))
 
 
+from helpers import oracle_layout
+
 from rbjax.runners.programs import env_and_params
 
 SHARED = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "retailbench")
@@ -107,8 +118,16 @@ def params(env):
 
 @pytest.fixture(scope="session")
 def step(env):
-    """Single-store jitted step shared by the scenario tests (one compile for the whole session)."""
-    return jax.jit(env.step)
+    """The single-store jitted step of the scenario tests, one program for the whole session: each action is
+    given the oracle's layout and the params no fixed world (``helpers.oracle_layout``, exactly as the step
+    reads them), so every test's dense actions and worlds share it (an Action's optional fields and a world in
+    the params are each another program). Actions with ``lines`` are a second program."""
+    jitted = jax.jit(env.step)
+
+    def run(key, state, action, params):
+        return jitted(key, state, oracle_layout(state, action), params.replace(world=None))
+
+    return run
 
 
 @pytest.fixture(scope="session")

@@ -10,8 +10,10 @@ identity holds.
 import chex
 import jax
 import numpy as np
+from helpers import oracle_layout, uncommitted
 
 from rbjax.policies import RandomParams, random_policy
+from rbjax.runners.rollout_programs import open_stores
 
 
 def check_env(env, params, stores: int = 4, days: int = 12, seed: int = 0, one_by_one: bool = True) -> None:
@@ -19,18 +21,22 @@ def check_env(env, params, stores: int = 4, days: int = 12, seed: int = 0, one_b
     batched_step = jax.jit(jax.vmap(chex.assert_max_traces(env.step, n=1), in_axes=(0, 0, 0, None)))
     policy = jax.jit(jax.vmap(random_policy, in_axes=(None, 0, None, 0)))
     keys = jax.random.split(jax.random.key(seed), stores)
-    obs, state = jax.jit(jax.vmap(env.reset, in_axes=(0, None)))(keys, params)
+    # a rollout's reset program (for the default engine, the golden records' one), its stores then uncommitted,
+    # so that the steps below are the scenario tests' programs
+    obs, state = uncommitted(open_stores(env, keys, params, (jax.devices()[0],)))
     dtypes = jax.tree.map(lambda x: x.dtype, state)
     start_funds = np.asarray(state.funds, np.float64)
     ordered = sold = expired = spent = takings = rent = 0.0
     for day in range(days):
         pairs = jax.vmap(lambda k: jax.random.split(jax.random.fold_in(k, day)))(keys)
         k_pol, k_env = pairs[:, 0], pairs[:, 1]
-        action = policy(RandomParams.default(), obs, None, k_pol)
+        # the oracle's layout (helpers.oracle_layout: the same day), one batched program with tests/rl's
+        action = jax.vmap(oracle_layout)(state, policy(RandomParams.default(), obs, None, k_pol))
         obs, new, reward, _, _, info = batched_step(k_env, state, action, params)
         for s in range(stores if one_by_one else 0):  # batched == unbatched, bit for bit
             one = jax.tree.map(lambda x: x[s], (state, action))
-            _, single, _, _, _, single_info = step(k_env[s], one[0], one[1], params)
+            # the scenario tests' single-store program (tests/conftest.py's step)
+            _, single, _, _, _, single_info = step(k_env[s], *one, params)
             for a, b in zip(
                 jax.tree.leaves((single, single_info)),
                 jax.tree.leaves(jax.tree.map(lambda x: x[s], (new, info))),

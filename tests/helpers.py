@@ -47,6 +47,32 @@ def act(state, shelf=(), order=None, price=None):
     return Action(price=state.prices if price is None else price, shelf=mask, order=o)
 
 
+def oracle_layout(state, action: Action) -> Action:
+    """``action`` with ``set_price`` and a float32 ``order_rank``, the oracle's layout, filled as ``Env.step``
+    reads a None (a price call where the price differs, calls in product order): the same day, and with every
+    dense action in one layout, one compiled step."""
+    price_call = action.price.astype(state.prices.dtype) != state.prices
+    return action.replace(
+        set_price=price_call if action.set_price is None else action.set_price.astype(bool),
+        order_rank=jnp.arange(J, dtype=jnp.float32)
+        if action.order_rank is None
+        else action.order_rank.astype(jnp.float32),
+    )
+
+
+def uncommitted(tree):
+    """``tree``'s arrays as fresh ones on the default device, uncommitted, as a plain jit's outputs from
+    uncommitted inputs are: jit writes a committed argument's sharding into the program, so the same step of
+    a committed state (a rollout's, a placed one) is another program to compile."""
+
+    def fresh(x):
+        if jax.dtypes.issubdtype(x.dtype, jax.dtypes.prng_key):
+            return jax.random.wrap_key_data(jnp.asarray(np.asarray(jax.random.key_data(x))))
+        return jnp.asarray(np.asarray(x))
+
+    return jax.tree.map(fresh, tree)
+
+
 def order_of(j, units, k=0):
     """[J, K] one order line: ``units`` of product j from supplier k."""
     return jnp.zeros((J, K), jnp.float32).at[j, k].set(units)

@@ -146,6 +146,25 @@ def test_the_readmes_throughput_is_the_recorded_one():
     assert f"about {round(rate * 2.0, -3):,.0f} times the reference's 2 s a day" in text
 
 
+def test_the_readmes_gpu_figure_is_the_recorded_one():
+    """The README's one GPU figure and the docs' table under it are ``benchmarks/results/gpu.json``'s."""
+    rec = record("gpu.json")
+    best = rec["headline_store_days_per_s"]
+    assert best == max([r["store_days_per_s"] for r in rec["rows"]] + [v["best"] for v in ab(rec).values()])
+    gpu = rec["machine"].split("(one ")[1].split(",")[0]  # "NVIDIA H200"
+    assert f"about {best / 1e6:.0f} million on one {gpu.split()[-1]}" in (ROOT / "README.md").read_text()
+    docs = (ROOT / "docs" / "performance.md").read_text()
+    for r in rec["rows"]:
+        assert f"| {r['batch']:,} |" in docs and f" / {r['store_days_per_s']:,} |" in docs, r["batch"]
+    for v in ab(rec).values():
+        assert f"{v['best']:,} ({v['median']:,})" in docs, v
+
+
+def ab(rec: dict) -> dict:
+    """The record's A/B of program versions, where it has one (the transcribed record does)."""
+    return rec.get("ab_30000_stores", {})
+
+
 def test_the_readmes_paper_rows_are_the_papers():
     """The paper's rows of the headline table are ``rbjax.results.paper``'s (the paper's published runs)."""
     from rbjax.results import paper

@@ -24,17 +24,20 @@ pytestmark = pytest.mark.slow  # fresh processes on the default devices
 
 @pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="one core: the default is one device")
 def test_the_documented_commands_run_on_the_default_devices(tmp_path):
-    # a cache of their own: every program compiles in this process and is stored (rbjax.runners.executables)
+    # the suite's compilation cache, named as a user names one: the planner's commands on these devices
+    # (tests/policies/test_planner.py) load the 2-store reset compiled here instead of compiling it again
+    K = os.environ["JAX_COMPILATION_CACHE_DIR"]
     chunked = (
-        "run --policy oracle --stores 5 --days 6 --seed 3 --store-chunk 2 --records --progress 3 --cache K"
+        f"run --policy oracle --stores 5 --days 6 --seed 3 --store-chunk 2 --records --progress 3 --cache {K}"
     )
     out = rbjax_commands(
         "oracle --stores 5 --days 6 --seed 3 --store-chunk 2 --save-states S --every 3 --records --out O --progress 0"
-        " --cache K",
-        "run --policy oracle --from-states S --days 3 --out C --cache K",
+        f" --cache {K}",
+        f"run --policy oracle --from-states S --days 3 --out C --cache {K}",
         chunked + " --out R",
-        "sweep --multiplier 2,4 --seeds 3 --days 6 --out W --cache K",
-        f"eval --policy ppo --checkpoint {rbjax.PPO_CHECKPOINT} --stores 5 --days 6 --greedy --store-chunk 2 --cache K",
+        f"sweep --multiplier 2,4 --seeds 3 --days 6 --out W --cache {K}",
+        f"eval --policy ppo --checkpoint {rbjax.PPO_CHECKPOINT} --stores 5 --days 6 --greedy --store-chunk 2"
+        f" --cache {K}",
         cwd=tmp_path,
     )
     # a new process loads the chunked run's programs from the cache instead of tracing and compiling them

@@ -100,7 +100,9 @@ def test_tasks_of_two_snapshot_days_make_two_runs_and_one_table(tmp_path_factory
     """Tasks of days 4 and 8 in mixed order, day 8's of store 1 alone: two runs, each of exactly its tasks'
     stores (day 8's takes over store 1 as its store_0/), and one table in the file's order where the oracle
     scores exactly 0 on every task (a batch of one store steps as a batch of two)."""
-    every, days = 4, 2  # a run of 12 days, snapshots after 4 and 8; day 8 + 2 days: no room for a tail
+    # a run of 12 days, snapshots after 4 and 8; tasks of TASK_DAYS, as the module's (their programs: one batch
+    # of two stores, one of a store and the panel's), no tail
+    every, days = 4, TASK_DAYS
     folder = tmp_path_factory.mktemp("slices12")
     line = f"--devices 1 run --policy oracle --stores {STORES} --days 12 --every {every} --progress 0"
     main([*line.split(), "--save-states", str(folder)])

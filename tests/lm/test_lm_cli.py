@@ -3,7 +3,7 @@
 import json
 
 import pytest
-from conftest import EVERY, STORES
+from conftest import EVERY, STORES, TAIL, TASK_DAYS
 
 from rbjax.cli import main
 from rbjax.lm.panel import MEMBERS
@@ -12,23 +12,25 @@ pytestmark = pytest.mark.slow  # a slices run and its tool history
 
 
 def test_lm_tasks_writes_one_row_per_store(slices_dir, tmp_path, capsys):
+    """The module's tasks (TASK_DAYS, TAIL), with the panel: its programs are tests/lm/test_panel.py's."""
     out = tmp_path / "tasks.jsonl"
     main(
-        ["--devices", "1", "lm", "tasks", "--from-states", str(slices_dir), "--days", "3", "--tail", "1"]
-        + ["--out", str(out)]
+        ["--devices", "1", "lm", "tasks", "--from-states", str(slices_dir), "--days", str(TASK_DAYS)]
+        + ["--tail", str(TAIL), "--out", str(out)]
     )
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     assert [(r["day"], r["store"], r["days"], r["tail"]) for r in rows] == [
-        (EVERY, s, 3, 1) for s in range(STORES)
+        (EVERY, s, TASK_DAYS, TAIL) for s in range(STORES)
     ]
-    assert "1 more day(s)" in rows[0]["prompt"][0]["content"]
+    assert f"{TAIL} more day(s)" in rows[0]["prompt"][0]["content"]
     said = capsys.readouterr().out
     assert f"wrote {STORES} tasks to {out}" in said and "oracle gain" in said and "headroom" in said
     assert all(set(r["panel"]) == set(MEMBERS) and r["headroom"] == -r["panel"]["null"] for r in rows)
 
 
 def test_lm_tasks_keeps_the_tasks_with_headroom_and_mixes_horizons(slices_dir, tmp_path, capsys):
-    """Two horizons in one file; --min-headroom between the two tasks' headrooms keeps the larger."""
+    """Two horizons in one file; --min-headroom between the two tasks' headrooms keeps the larger. No tail: the
+    panel's 3 days are tests/agents/test_agent_save_states.py's, its 7 the first test's (TASK_DAYS + TAIL)."""
     out = tmp_path / "tasks.jsonl"
     base = [
         "--devices",
@@ -38,13 +40,16 @@ def test_lm_tasks_keeps_the_tasks_with_headroom_and_mixes_horizons(slices_dir, t
         "--from-states",
         str(slices_dir),
         "--tail",
-        "1",
+        "0",
         "--out",
         str(out),
     ]
-    main([*base, "--days", "2,3"])
+    longer = TASK_DAYS + TAIL
+    main([*base, "--days", f"3,{longer}"])
     rows = [json.loads(line) for line in out.read_text().splitlines()]
-    assert sorted((r["days"], r["store"]) for r in rows) == [(d, s) for d in (2, 3) for s in range(STORES)]
+    assert sorted((r["days"], r["store"]) for r in rows) == [
+        (d, s) for d in (3, longer) for s in range(STORES)
+    ]
     room = sorted(r["headroom"] for r in rows if r["days"] == 3)
     assert room[0] < room[-1]
     main([*base, "--days", "3", "--min-headroom", str((room[0] + room[-1]) / 2)])

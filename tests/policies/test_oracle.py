@@ -97,9 +97,7 @@ def test_oracle_action_copies_prices_bit_for_bit_and_orders_in_shelf_order(env, 
     hist = np.asarray(obs.sales_price)
     for j in np.flatnonzero(np.asarray(action.set_price)):
         assert np.asarray(action.price)[j] in hist[:, j]
-    # ranks as floats (the layout of tests/model/test_orders.py's NaN-rank step: one compiled step for both)
-    float_ranks = action.replace(order_rank=action.order_rank.astype(jnp.float32))
-    _, state2, _, _, _, info = step(jax.random.key(4), state, float_ranks, params)
+    _, state2, _, _, _, info = step(jax.random.key(4), state, action, params)
     assert np.array_equal(np.asarray(state2.prices)[managed], np.asarray(action.price)[managed])
     assert int(info.price_changed.sum()) == 40
 

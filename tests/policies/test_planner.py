@@ -5,6 +5,7 @@ Small settings throughout (the CLI's ``SMALL``): the default candidates (C = 9),
 planning every 2nd day; the stores and days are few, and the runs share their compiled programs where they can.
 """
 
+import dataclasses
 import os
 
 import jax
@@ -66,17 +67,20 @@ def test_candidates_start_with_the_base_and_move_only_what_they_say(morning):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("base_name", ["oracle", "base_stock"])
-def test_candidate_zero_is_the_base_action_counts_included(env, params, morning, base_name):
+def test_candidate_zero_is_the_base_action_counts_included(env, params, morning, step, base_name):
     """Candidate 0 steps exactly as the base action does, records and action counts included, for a base that
     sets ``set_price`` (the oracle) and one that leaves it unset (base_stock: price calls only where a price
-    changes, none on a morning it keeps every price)."""
+    changes, none on a morning it keeps every price; its action steps as it is, in its own layout). The
+    candidate, and the oracle's action, step in the scenario tests' program (the session's ``step``)."""
     obs, state, _ = morning
     spec = POLICIES[base_name]
     privileged = env.privileged(state, params)
     base = spec.fn(spec.default_params(), obs, privileged, jax.random.key(1))
     zero = jax.tree.map(lambda x: x[0], candidate_actions(default_params(spec.default_params()), base, obs))
-    step = jax.jit(env.step)
-    (*_, info), (*_, info0) = (step(jax.random.key(2), state, a, params) for a in (base, zero))
+    base_step = step if base.set_price is not None else jax.jit(env.step)
+    (*_, info), (*_, info0) = (
+        f(jax.random.key(2), state, a, params) for f, a in ((base_step, base), (step, zero))
+    )
     for name, a, b in zip(info.__dataclass_fields__, jax.tree.leaves(info), jax.tree.leaves(info0)):
         np.testing.assert_array_equal(a, b, err_msg=f"DayInfo.{name}")
     assert int(np.asarray(info.ordered).sum()) > 0  # the base orders today: the day is not empty
@@ -116,17 +120,22 @@ def redraw_but(keep: jax.Array):
     return own_future
 
 
+LEAK = PlanSettings(futures=2, horizon=14)  # two weeks ahead (the default horizon), so tier changes and news
+LEAK_KEY = 5  # endings fall inside the futures
+
+
 @pytest.fixture(scope="module")
 def leak_check(env, params, morning):
-    """(values(states, keep) -> [S, C, M] planner values of each state on the same futures, with the
-    redraws where ``keep`` ([S, F] bool) is True removed; the states: the morning, then the morning with each
-    future draw changed in turn). Two weeks ahead (the default horizon), so tier changes and news endings
-    fall inside the futures."""
+    """(values, states, got). values(states, keep) -> [S, C, M]: the ``LEAK`` planner's values of each state
+    on the same futures (``LEAK_KEY``), with the redraws where ``keep`` ([S, F] bool) is True removed; states:
+    the morning, then the morning with each future draw changed in turn; got: values of one batch (one
+    program), the states as they are (nothing kept), then each field's redraw removed in turn, on the morning
+    and the morning with that field changed."""
     obs, state, base = morning
-    planner = Planner(env, PlanSettings(futures=2, horizon=14))
+    planner = Planner(env, LEAK)
     plan_params = default_params(OracleParams.default())
     candidates = candidate_actions(plan_params, base, obs)
-    keys = future_keys(jax.random.key(5), 2)
+    keys = future_keys(jax.random.key(LEAK_KEY), LEAK.futures)
     states = [state] + [altered(state, f) for f in future_draws.FUTURE_DRAWS]
 
     def values(states, keep):
@@ -139,7 +148,10 @@ def leak_check(env, params, morning):
 
         return np.asarray(jax.jit(jax.vmap(one))(stacked, jnp.asarray(keep)))
 
-    return values, states
+    F = len(future_draws.FUTURE_DRAWS)
+    pairs = [s for i in range(F) for s in (states[0], states[1 + i])]
+    keep = np.concatenate([np.zeros((len(states), F), bool), np.repeat(np.eye(F, dtype=bool), 2, axis=0)])
+    return values, states, values(states + pairs, keep)
 
 
 @pytest.mark.slow
@@ -147,7 +159,7 @@ def test_the_planner_reads_no_draw_the_store_made_for_later_days(env, params, le
     """Each field of ``future_draws.FUTURE_DRAWS`` changed alone leaves the observation and the oracle's view
     as they were, the future's redrawn morning, and the planner's values; with that field's redraw removed,
     the values move (so each redraw is needed, and the test can fail)."""
-    values, states = leak_check
+    _, states, got = leak_check
     fields = list(future_draws.FUTURE_DRAWS)
     F = len(fields)
     view = lambda s: (env.observe(s, params), env.privileged(s, params).replace(state=None, params=None))  # noqa: E731
@@ -163,11 +175,6 @@ def test_the_planner_reads_no_draw_the_store_made_for_later_days(env, params, le
     # nothing kept is the planner's own redraw (so the values below are the shipped planner's)
     kept_none = jax.jit(redraw_but(jnp.zeros(F, bool)))(states[0], params, key)
     _equal(kept_none, redrawn(states[0], params, key))
-    # one batch, one program: the states as they are (nothing kept), then each field's redraw removed in
-    # turn, on the morning and the morning with that field changed
-    pairs = [s for i in range(F) for s in (states[0], states[1 + i])]
-    keep = np.concatenate([np.zeros((len(states), F), bool), np.repeat(np.eye(F, dtype=bool), 2, axis=0)])
-    got = values(states + pairs, keep)
     honest, leaky = got[: len(states)], got[len(states) :].reshape(F, 2, 9, 2)
     assert honest.shape == (7, 9, 2) and len(np.unique(honest[0, :, 0])) > 1  # the candidates differ
     for i, field in enumerate(fields, 1):
@@ -200,22 +207,21 @@ def test_the_planner_refuses_what_it_cannot_plan_with(env, params, planned, morn
 
 @pytest.mark.slow
 def test_halving_keeps_the_base_and_the_better_half_then_plays_the_best_over_all_futures(
-    env, params, planned, morning
+    env, params, morning, leak_check
 ):
-    planner, plan_params = planned
+    """Against a hand computation from the full planner's values of the morning on the same futures (the leak
+    check's, which it checks are the shipped planner's: no second values program to compile)."""
     obs, state, base = morning
+    plan_params = default_params(OracleParams.default())
     privileged = env.privileged(state, params)
     candidates = candidate_actions(plan_params, base, obs)
-    key = jax.random.key(8)
-    v = np.asarray(
-        jax.jit(planner.values)(plan_params, candidates, obs, privileged, future_keys(key, 2))
-    )  # [9, 2]
+    v = leak_check[2][0]  # [9, 2]: the morning as it is, nothing kept
     # round one: every candidate on future 0; the base and the best 4 others (lax.top_k: ties to the lower index)
     kept = sorted([0, *(1 + np.argsort(-v[1:, 0], kind="stable")[:4])])
     best = kept[int(np.argmax(v[kept].sum(-1)))]
-    halving = Planner(env, PlanSettings(futures=2, horizon=3, halving=True))
-    assert halving.simulated_days(plan_params) == (9 * 1 + 5 * 1) * 3
-    got = jax.jit(halving.plan)(plan_params, base, obs, privileged, key)
+    halving = Planner(env, dataclasses.replace(LEAK, halving=True))
+    assert halving.simulated_days(plan_params) == (9 * 1 + 5 * 1) * LEAK.horizon
+    got = jax.jit(halving.plan)(plan_params, base, obs, privileged, jax.random.key(LEAK_KEY))
     for name in ("price", "order"):
         np.testing.assert_array_equal(getattr(got, name), getattr(candidates, name)[best])
 
@@ -235,9 +241,10 @@ def batched(env, short, planned):
     return keys, final, records
 
 
-def _unbatched(env, params, planned, key):
+def _unbatched(env, params, planned, key, reset):
     """One store with no ``vmap`` at all (the cadence then runs as a plain ``lax.cond``): its final state and,
-    each morning, (the action played, the base action, the candidates)."""
+    each morning, (the action played, the base action, the candidates). Opened by the scenario tests' reset
+    program (the session's ``reset``), so that the days' program holds no reset of its own."""
     planner, plan_params = planned
 
     def watch(obs, privileged, state, action, k_pol):
@@ -245,14 +252,14 @@ def _unbatched(env, params, planned, key):
         base = oracle(plan_params.base, obs, privileged, k_base)
         return action, base, candidate_actions(plan_params, base, obs)
 
-    def run(k_reset, k_run):
-        obs, state = env.reset(k_reset, params)
+    def run(obs, state, k_run):
         (_, final), (_, watched) = scan_days(
             env, planner, plan_params, params, obs, state, k_run, jnp.int32(0), DAYS, watch=watch
         )
         return final, watched
 
-    return jax.jit(run)(*jax.random.split(key))
+    k_reset, k_run = jax.random.split(key)
+    return jax.jit(run)(*reset(k_reset, params), k_run)
 
 
 def _equal(a, b):
@@ -260,14 +267,14 @@ def _equal(a, b):
 
 
 @pytest.mark.slow
-def test_batched_equals_unbatched_and_plans_only_on_its_days(env, short, planned, batched):
+def test_batched_equals_unbatched_and_plans_only_on_its_days(env, short, planned, batched, reset):
     """Same keys, same result; a store in a batch (the plan's ``vmap`` rule) is the store alone (``lax.cond``);
     on the days it does not plan (1 and 3 with every = 2) it plays the base action, on the others a candidate."""
     keys, final, _ = batched
     _equal(final, rollout(env, *planned, short, keys, days=DAYS)[1])
     moved = 0
     for i, key in enumerate(keys):
-        alone, (action, base, candidates) = _unbatched(env, short, planned, key)
+        alone, (action, base, candidates) = _unbatched(env, short, planned, key, reset)
         _equal(jax.tree.map(lambda x: x[i], final), alone)
         for day in range(DAYS):
             a, b, c = jax.tree.map(lambda x: np.asarray(x[day]), (action, base, candidates))

@@ -8,6 +8,7 @@ import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 import pytest
+from helpers import oracle_layout, uncommitted
 
 import rbjax
 from rbjax.policies import RandomParams, random_policy
@@ -182,7 +183,7 @@ def test_categorical_draws_follow_the_softmax():
 @pytest.mark.slow
 @pytest.mark.parametrize("funds", [30_000.0, 4_500.0, -200.0])
 def test_decoded_actions_are_always_valid(env, params, funds):
-    states = mid_episode_states(env, params)
+    states = uncommitted(mid_episode_states(env, params))  # so that the step is tests/contracts.py's program
     states = states.replace(
         funds=jnp.full_like(states.funds, funds), net_worth=states.net_worth - states.funds + funds
     )
@@ -205,7 +206,8 @@ def test_decoded_actions_are_always_valid(env, params, funds):
         cost = (order * np.asarray(obs.quote_price)).sum((-1, -2))
         reserve = min(A.FUNDS_RESERVE, A.RESERVE_SHARE * funds)  # the cash the orders leave
         assert (cost <= max(funds - reserve, 0.0) + 1e-3).all()
-        _, new, reward, _, _, info = step(keys, states, action, params)
+        # in the oracle's layout (the same day): the batched step of tests/contracts.py
+        _, new, reward, _, _, info = step(keys, states, jax.vmap(oracle_layout)(states, action), params)
         for name in ("invalid_prices", "invalid_orders", "refused_orders", "shelf_refused"):
             assert int(np.asarray(getattr(info, name)).sum()) == 0, name
         np.testing.assert_array_equal(

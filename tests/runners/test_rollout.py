@@ -89,7 +89,7 @@ def test_same_key_same_trajectory_and_batched_equals_unbatched(env, params, rese
 
 
 @pytest.mark.slow
-def test_a_store_does_not_depend_on_its_position_in_a_large_batch(env, params):
+def test_a_store_does_not_depend_on_its_position_in_a_large_batch(env, params, episodes):
     """1,024 stores = 32 copies of 32 seeds: every copy must match the first, record for record.
 
     Guards an XLA:CPU miscompile: with the review gain written as a float power, stores at positions
@@ -102,10 +102,8 @@ def test_a_store_does_not_depend_on_its_position_in_a_large_batch(env, params):
     keys = jnp.concatenate([jax.random.split(jax.random.key(0), seeds)] * copies)
     policy_params = SSParams.default().replace(supplier=jnp.int32(BEST_RATED))
     # one supplier world for every store (the miscompile is not in the suppliers): 1,024 resets without the
-    # supplier selection. The world is a store's from the golden test's compiled reset (4 stores).
-    reset = jax.jit(jax.vmap(env.reset, in_axes=(0, None)))
-    _, opened = reset(jax.random.split(jax.random.key(1), golden.STORES), params)
-    params = params.replace(world=jax.tree.map(lambda x: x[0], opened.world))
+    # supplier selection. The world is the first golden store's (a store keeps its world all episode).
+    params = params.replace(world=jax.tree.map(lambda x: x[0], episodes[1].world))
     rec, _ = rollout(env, s_S, policy_params, params, keys, days=10, records="full")
     for name, x in zip(rec.__dataclass_fields__, jax.tree.leaves(rec)):
         x = np.asarray(x).reshape((copies, seeds) + x.shape[1:])

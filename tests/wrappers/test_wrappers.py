@@ -14,7 +14,6 @@ from helpers import need
 need("gymnax")  # dev dependencies: a skip where they are missing, a failure under CI
 need("gymnasium")
 
-from rbjax import Env  # noqa: E402
 from rbjax.rl import levers  # noqa: E402
 from rbjax.rl.flat import OBS_BOUND, flat_observation  # noqa: E402
 from rbjax.wrappers import GymnaxEnv, StoreEnv, VectorEnv  # noqa: E402
@@ -23,11 +22,6 @@ from rbjax.wrappers import gymnax_env as gymnax_face  # noqa: E402
 pytestmark = [pytest.mark.xdist_group("wrappers"), pytest.mark.slow]  # slow: its own programs, a rejax run
 ROOT = Path(__file__).resolve().parents[2]
 POOL = 4
-
-
-@pytest.fixture(scope="module")
-def env():
-    return Env()
 
 
 @pytest.fixture(scope="module")
@@ -67,14 +61,13 @@ def rollout(face):
 
 # ------------------------------------------------------------------ encodings
 @pytest.fixture(scope="module")
-def opening(env):
-    """(params, state, obs) of one store on its opening morning."""
-    params = env.default_params()
-    _, state = jax.jit(env.reset)(jax.random.key(0), params)
+def opening(env, params, reset):
+    """(params, state, obs) of one store on its opening morning (the session's reset: tests/conftest.py)."""
+    _, state = reset(jax.random.key(0), params)
     return params, state, env.observe(state, params)
 
 
-def test_levers_decode_to_valid_actions_and_count_invalid_ones(env, opening, rollout):
+def test_levers_decode_to_valid_actions_and_count_invalid_ones(env, opening, rollout, step):
     params, state, obs = opening
     J = env.config.num_products
     x = jnp.zeros((4, J)).at[1].set(1.0).at[3, :50].set(1.0)  # order 14 days of cover for 50 products
@@ -82,7 +75,8 @@ def test_levers_decode_to_valid_actions_and_count_invalid_ones(env, opening, rol
     action, invalid = levers.decode(x.reshape(-1), obs)
     assert int(invalid) == 3
     assert bool(jnp.all(jnp.isfinite(action.price)))
-    _, _, _, _, _, info = jax.jit(env.step)(jax.random.key(1), state, action, params)
+    # the scenario tests' step (one program: tests/conftest.py's step)
+    _, _, _, _, _, info = step(jax.random.key(1), state, action, params)
     assert int(info.invalid_prices) == 0 and not bool(info.shelf_refused)
     assert int(info.invalid_orders) == 0 and int(info.refused_orders) == 0
     assert int(action.shelf.sum()) == int(params.shelf_capacity)
@@ -137,7 +131,9 @@ def test_auto_reset_restarts_an_ended_store_on_the_same_call(face):
     _, state = face.reset(jax.random.key(0), params)
     levers_ = jnp.zeros(face.num_actions)
     # bankrupt: four negative days already, negative funds, no stock to sell
-    broke = state.replace(env=state.env.replace(neg_days=jnp.asarray(4, jnp.int32), funds=jnp.asarray(-1e3)))
+    broke = state.replace(
+        env=state.env.replace(neg_days=jnp.asarray(4, jnp.int32), funds=jnp.asarray(-1e3, jnp.float32))
+    )
     obs, new, reward, done, info = face.step(jax.random.key(1), broke, levers_, params)
     assert bool(done) and bool(info["returned_episode"]) and not bool(info["survived"])
     assert int(info["returned_episode_lengths"]) == 1
@@ -220,7 +216,9 @@ def test_gymnax_1_gets_terminated_and_truncated_apart(env, monkeypatch):
     face = module.GymnaxEnv(env, pool_size=POOL)
     params = face.default_params
     _, state = face.reset(jax.random.key(0), params)
-    broke = state.replace(env=state.env.replace(neg_days=jnp.asarray(4, jnp.int32), funds=jnp.asarray(-1e3)))
+    broke = state.replace(
+        env=state.env.replace(neg_days=jnp.asarray(4, jnp.int32), funds=jnp.asarray(-1e3, jnp.float32))
+    )
     last = state.replace(env=state.env.replace(day=params.env.horizon - 1))
     states = jax.tree.map(lambda *x: jnp.stack(x), broke, last, state)
     step = jax.jit(jax.vmap(face.step, (0, 0, None, None)))
@@ -272,6 +270,21 @@ def test_vector_env_auto_resets_by_gymnasium_rules(env, short_params, mode):
         assert not truncated.any() and (reward == 0).all()  # the reset step: actions ignored
         assert (info["net_worth"] == 30_000).all()
     assert obs in envs.observation_space
+
+
+def test_both_auto_reset_modes_are_one_step_program(env, short_params):
+    """The mode is a traced flag: a "same_step" env after a "next_step" one compiles nothing new."""
+    texts = []
+    for mode in ("next_step", "same_step"):
+        envs = VectorEnv(3, env, pool_size=POOL, autoreset_mode=mode, env_params=short_params)
+        envs.reset(seed=0)
+        same = jnp.asarray(mode == "same_step")
+        actions = jnp.zeros((3, envs.single_action_space.shape[0]), jnp.float32)
+        lowered = envs._step_fn.lower(
+            envs._key, envs._state, actions, jnp.asarray(envs._autoreset), same, envs.params
+        )
+        texts.append(lowered.as_text())
+    assert texts[0] == texts[1]
 
 
 def test_vector_env_seeds_masks_and_bad_input(env):
