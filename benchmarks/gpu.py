@@ -10,13 +10,16 @@ second). At the middle batch, the one-attempt generator's reset, for the default
 each chunk reduced to its final net worths and dropped; skipped when the estimate from the largest batch
 exceeds what is left of ``--budget`` seconds. ``--substeps N``: before it, "Where a day goes" at N stores
 (``rbjax.perf.bench.substeps``: each sub-step of the day, the whole step, the oracle, the floor kernel and the
-bytes XLA's cost analysis gives each). Writes benchmarks/out/gpu.md (or ``--out``).
+bytes XLA's cost analysis gives each). Writes benchmarks/out/gpu.md (or ``--out``) and, on an accelerator, the
+kept record ``benchmarks/results/gpu.json`` (its best rate is the README's GPU figure).
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import os
+import sys
 import time
 from pathlib import Path
 
@@ -28,7 +31,8 @@ from rbjax.perf.bench import day_lines, substeps, throughput
 from rbjax.policies import make
 from rbjax.runners.rollout import rollout_chunks
 
-OUT = Path(__file__).parent / "out"
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from recorded import OUT, provenance, write  # noqa: E402
 
 
 def peak_gb(device) -> float:
@@ -77,6 +81,7 @@ def main():
     ap.add_argument("--out", type=Path, default=OUT)
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
+    source = provenance(sys.argv, "benchmarks/gpu.py")
     clock = time.perf_counter()
     device = jax.devices()[0]
     env, batches = Env(), [int(b) for b in args.batches.split(",")]
@@ -136,6 +141,17 @@ def main():
     text = "\n".join(lines) + "\n"
     (args.out / "gpu.md").write_text(text)
     print(text)
+    if jax.default_backend() != "cpu":  # the CPU's figures are bench --quick's (benchmarks/main_job.py)
+        record = dict(
+            **source,
+            policy="oracle",
+            days_per_call=args.days,
+            rows=rows,
+            default_over_one_attempt_reset=ratio,
+            large=large and dict(stores=args.large, **large),
+            headline_store_days_per_s=max(r["store_days_per_s"] for r in rows),
+        )
+        print(f"wrote {write('gpu', record)}")
 
 
 if __name__ == "__main__":
