@@ -144,6 +144,7 @@ def main():
     if jax.default_backend() != "cpu":  # the CPU's figures are bench --quick's (benchmarks/main_job.py)
         record = dict(
             **source,
+            device=device.device_kind,  # e.g. "NVIDIA H200": the README names its last word
             policy="oracle",
             days_per_call=args.days,
             rows=rows,
