@@ -11,7 +11,6 @@ import os
 import jax
 import jax.numpy as jnp
 import numpy as np
-import pandas as pd
 import pytest
 from helpers import rbjax_commands
 
@@ -237,7 +236,8 @@ def batched(env, short, planned):
     """``rollout`` of the planner on the stores of ``rbjax run --policy plan --stores 2 --days 4 --seed 2
     {SMALL}``: (keys [2], final states [2, ...], DaySummary records [2, 4])."""
     keys = jax.random.split(jax.random.key(SEED), 2)
-    records, final = rollout(env, *planned, short, keys, days=DAYS)
+    # in calls of 2 days: a snapshot's continuation (after day 2) runs the same program
+    records, final = rollout(env, *planned, short, keys, days=DAYS, days_per_call=2)
     return keys, final, records
 
 
@@ -271,7 +271,7 @@ def test_batched_equals_unbatched_and_plans_only_on_its_days(env, short, planned
     """Same keys, same result; a store in a batch (the plan's ``vmap`` rule) is the store alone (``lax.cond``);
     on the days it does not plan (1 and 3 with every = 2) it plays the base action, on the others a candidate."""
     keys, final, _ = batched
-    _equal(final, rollout(env, *planned, short, keys, days=DAYS)[1])
+    _equal(final, rollout(env, *planned, short, keys, days=DAYS, days_per_call=2)[1])
     moved = 0
     for i, key in enumerate(keys):
         alone, (action, base, candidates) = _unbatched(env, short, planned, key, reset)
@@ -311,24 +311,36 @@ def test_through_the_tools_equals_its_rollout(env, short, planned, batched):
 
 @pytest.mark.slow
 @pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="one core: the default is one device")
-def test_the_planners_commands_on_the_default_devices(batched, tmp_path):
-    """``run --policy plan`` on the default devices (one per core) equals the one-device rollout; its snapshot
-    continued with ``--from-states`` equals the uninterrupted run."""
+def test_the_planners_command_on_the_default_devices_and_its_snapshot_continued(
+    env, planned, batched, tmp_path
+):
+    """``run --policy plan`` on the default devices (one per core) equals the one-device rollout; its manifest
+    holds the planner's settings, and its snapshot continued with them equals the uninterrupted run. (The
+    continuation runs here, on the batched fixture's program of 2 days: ``--from-states`` pairs it with a
+    reference in another program, whose command path tests/cli/test_default_devices.py runs.)"""
+    from rbjax.files import snapshots
+    from rbjax.files.slices_folder import read_manifest
+    from rbjax.runners.continuation import rollout_from
+
     out = rbjax_commands(
         f"run --policy plan --stores 2 --days {DAYS} --seed {SEED} {SMALL} --records --out P --save-states S"
         " --every 2 --progress 0",
-        f"run --policy plan --from-states S --days 2 {SMALL} --out C --progress 0",
         cwd=tmp_path,
     )
     assert "plan policy, 2 stores x 4 days" in out and "paper row: oracle" in out
-    _, final, _ = batched
+    keys, final, _ = batched
     with np.load(tmp_path / "P" / "records.npz") as got:
         np.testing.assert_array_equal(got["net_worth"][:, -1], np.asarray(final.net_worth))
-    slices = pd.read_csv(tmp_path / "C" / "slices.csv")
-    assert len(slices) == 2
-    np.testing.assert_array_equal(
-        slices["net_worth"], np.asarray(final.net_worth, np.float64)[slices["store"]]
+    settings = PlanSettings.from_dict(read_manifest(str(tmp_path / "S"))["plan"])
+    assert settings == SETTINGS
+    snap = snapshots.load(tmp_path / "S" / "day_002.npz", env)
+    assert snap.day == 2 and np.array_equal(jax.random.key_data(snap.keys), jax.random.key_data(keys))
+    policy, policy_params = make("plan", env, plan=settings)
+    assert policy == planned[0]  # the same program as the fixture's
+    _, continued = rollout_from(
+        env, policy, policy_params, snap.env_params(env), snap.state, snap.keys, snap.day, DAYS - snap.day
     )
+    np.testing.assert_array_equal(np.asarray(continued.net_worth), np.asarray(final.net_worth))
 
 
 def test_every_command_that_takes_a_policy_takes_the_planner():
