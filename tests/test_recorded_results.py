@@ -174,3 +174,14 @@ def test_the_readmes_paper_rows_are_the_papers():
     for label, row in (("oracle", paper.ORACLE), (f"best LLM ({llm})", paper.LLM_ROWS[paper.BEST_LLM])):
         cells = f"{row['final_net_worth']:,.0f} | {row['total_sales']:,.0f} | {row['expired_ratio']:.4f}"
         assert f"| {label}, paper's one run | | {cells} | |" in readme, label
+
+
+def test_the_readmes_suite_times_are_the_recorded_ones():
+    """The README's "about N min" for the quick lane and the full suite are benchmarks/suite_time.py's record
+    (whole minutes), which also says how fast that machine compiled against the reference."""
+    rec = record("test_suite.json")
+    text = " ".join((ROOT / "README.md").read_text().replace("\n#", "\n").split())  # the comment lines joined
+    quick, full = (round(rec["lanes"][lane]["wall_s"] / 60) for lane in ("quick", "full"))
+    assert f"the quick lane for the edit loop (about {quick} min on 2 cores)" in text
+    assert f"the full suite as CI runs it (about {full} min;" in text
+    assert rec["cores"] == 2 and rec["machine_speed"]["compiling_ratio"] > 0
