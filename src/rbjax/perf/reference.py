@@ -40,6 +40,11 @@ MAIN_JOB = {
 }
 
 
+def ratios(store_days_per_s: float, first_call_s: float) -> tuple[float, float]:
+    """(day rate, first-call speed) of a ``bench --quick`` row as ratios to the reference's; > 1: faster."""
+    return store_days_per_s / QUICK["store_days_per_s"], QUICK["first_call_s"] / first_call_s
+
+
 def compare(store_days_per_s: float, first_call_s: float, stores: int, days: int) -> list[str]:
     """Lines that set a ``bench --quick`` row beside the reference machine's: the day rate and the first call
     (compiling) each as a ratio to the reference's, and the main job's times there scaled by them, beside the
@@ -51,8 +56,7 @@ def compare(store_days_per_s: float, first_call_s: float, stores: int, days: int
             f"The reference machine was timed at {QUICK_STORES} stores x {QUICK_DAYS} days; run "
             f"`rbjax bench --quick` without --stores to compare this machine with it."
         ]
-    speed = store_days_per_s / QUICK["store_days_per_s"]  # > 1: faster days than the reference's
-    compiling = QUICK["first_call_s"] / first_call_s  # > 1: a faster first call
+    speed, compiling = ratios(store_days_per_s, first_call_s)
     warm = QUICK["main_job_warm_s"] / speed
     cold = (QUICK["main_job_cold_s"] - QUICK["main_job_warm_s"]) / compiling + warm
     (cold_lo, cold_hi), (warm_lo, warm_hi) = MAIN_JOB["cold_s"], MAIN_JOB["warm_s"]
