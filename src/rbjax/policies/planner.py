@@ -50,11 +50,16 @@ from rbjax.kernels.halving import sequential_halving, survivors
 from rbjax.kernels.rng import day_keys
 from rbjax.model import future_draws
 from rbjax.params import EnvParams
+from rbjax.policies import belief_state
+from rbjax.policies.belief import sample_tiers
 from rbjax.policies.params_check import require
 from rbjax.policies.table import POLICIES
 from rbjax.state import Action, EnvState, Observation, Privileged
 
 _FUTURES, _WORLD = 0x504C414E, 0x574F524C  # fold-in tags of the planner's streams ("PLAN", "WORL")
+_BELIEF, _MOVES = 0x42454C49, 0x4D4F5645  # a future's hidden state, the supplier moves' draw ("BELI", "MOVE")
+VIEWS = ("state", "agent")  # what a planner reads (``PlanSettings.view``)
+SUPPLIER_MOVES = 2  # the agent view's supplier candidates: a Thompson draw's best, the cheapest likely good
 
 
 class Model(Protocol):
@@ -85,6 +90,11 @@ class PlanSettings:
         which costs 3/4 of the plain plan.
     cheapest: also try the base orders placed with each product's cheapest supplier (one more candidate; off by
         default, as it costs net worth: ``docs/results.md``, "Beyond the oracle").
+    view: what the planner reads. ``"state"``: the store's true state and params (privileged, an upper bound).
+        ``"agent"``: only what the tools show (``rbjax.policies.belief_state.visible``): each future starts from a
+        hidden state drawn from the belief (``belief_state.sample``), today's base action reads the belief's
+        mean quality and the news at its mean strength (``honest_view``), and two more candidates move the base
+        orders to another supplier (``supplier_moves``): the observation-only planner, ``plan_obs``.
 
     The defaults plan every day, the best setting measured: a 16-store, 180-day run takes about two and a half
     minutes on a 2-core CPU, compilation included; ``every=7`` a minute. Raises ``ArgumentError`` naming the
@@ -97,6 +107,7 @@ class PlanSettings:
     every: int = 1
     halving: bool = False
     cheapest: bool = False
+    view: str = "state"
 
     def __post_init__(self):
         for name in ("futures", "horizon", "every"):
@@ -106,6 +117,8 @@ class PlanSettings:
         for name in ("halving", "cheapest"):
             if not isinstance(getattr(self, name), bool):
                 raise ArgumentError(f"{{{name}}} {getattr(self, name)!r}: must be True or False", name)
+        if self.view not in VIEWS:
+            raise ArgumentError(f"{{view}} {self.view!r}: must be one of {', '.join(VIEWS)}", "view")
         if self.halving and self.futures < 2:
             raise ArgumentError(
                 "{halving} needs {futures} 2 or more (two rounds of futures), got " + str(self.futures),
@@ -135,12 +148,12 @@ class PlanSettings:
 
     @classmethod
     def from_dict(cls, record: dict) -> PlanSettings:
-        """The settings ``as_dict`` recorded (a record without ``cheapest`` predates it: off). ValueError for a
-        record that is not one."""
+        """The settings ``as_dict`` recorded (a record without ``cheapest`` or ``view`` predates it: off, the true
+        state). ValueError for a record that is not one."""
         if not isinstance(record, dict):
             raise ValueError(f"the planner's settings must be a JSON object, got {type(record).__name__}")
         fields = {f.name for f in dataclasses.fields(cls)}
-        if not set(record) <= fields or not set(record) >= fields - {"cheapest"}:
+        if not set(record) <= fields or not set(record) >= fields - {"cheapest", "view"}:
             raise ValueError(f"the planner's settings must have the fields {', '.join(sorted(fields))}")
         return cls(**record)
 
@@ -170,10 +183,10 @@ class PlannerParams:
         return 1 + len(self.price_moves) + len(self.order_moves)
 
 
-def candidate_count(params: PlannerParams, cheapest: bool = False) -> int:
-    """C, the candidates of a planned day: the base action, P price and O order moves, and the cheapest
-    supplier's where ``cheapest``."""
-    return params.moves + int(cheapest)
+def candidate_count(params: PlannerParams, cheapest: bool = False, view: str = "state") -> int:
+    """C, the candidates of a planned day: the base action, P price and O order moves, the cheapest
+    supplier's where ``cheapest``, and ``SUPPLIER_MOVES`` more in the agent's view."""
+    return params.moves + int(cheapest) + SUPPLIER_MOVES * (view == "agent")
 
 
 def default_params(base_params: Any, **moves) -> PlannerParams:
@@ -191,7 +204,7 @@ def default_params(base_params: Any, **moves) -> PlannerParams:
 
 
 def candidate_actions(
-    params: PlannerParams, base: Action, obs: Observation, cheapest: bool = False
+    params: PlannerParams, base: Action, obs: Observation, cheapest: bool = False, suppliers=None
 ) -> Action:
     """The C candidate actions, leaves [C, ...]; candidate 0 is ``base``.
 
@@ -199,7 +212,8 @@ def candidate_actions(
     Candidate 0 makes the base action's calls exactly (a base that leaves ``set_price`` unset calls a price
     where it differs from today's, as the step reads it). Price moves act on the products ``base`` shelves and
     add them to ``set_price``; order moves scale every order (floored to whole units); ``cheapest`` adds a
-    candidate that moves each product's units to its cheapest quote.
+    candidate that moves each product's units to its cheapest quote; ``suppliers`` ([S, J] int, or None) adds S
+    candidates that move each product's units to the supplier given.
     """
     f = obs.prices.dtype
     set_price = as_candidate(base, obs).set_price
@@ -216,15 +230,30 @@ def candidate_actions(
         out.append(like(price=jnp.where(base.shelf, moved, base.price), set_p=set_price | base.shelf))
     for o in params.order_moves:
         out.append(like(order=jnp.floor(base.order * o)))
+    K = obs.quote_price.shape[-1]
+    moved_to = lambda k: like(
+        order=jnp.where(jnp.arange(K) == k[:, None], base.order.sum(-1, keepdims=True), 0.0)
+    )
     if cheapest:
-        K = obs.quote_price.shape[-1]
-        cheapest_k = jnp.argmin(obs.quote_price, axis=-1)
-        out.append(
-            like(
-                order=jnp.where(jnp.arange(K) == cheapest_k[:, None], base.order.sum(-1, keepdims=True), 0.0)
-            )
-        )
+        out.append(moved_to(jnp.argmin(obs.quote_price, axis=-1)))
+    for k in [] if suppliers is None else suppliers:
+        out.append(moved_to(k))
     return jax.tree.map(lambda *x: jnp.stack(x), *out)
+
+
+def supplier_moves(belief, params: EnvParams, obs: Observation, key) -> jax.Array:
+    """[SUPPLIER_MOVES, J] suppliers the agent view's candidates move the base orders to: the best (then
+    cheapest) of one draw of the tiers (Thompson sampling: it buys information where the belief is unsure), and
+    the cheapest quote among the suppliers the belief holds Q1-Q3 with probability 0.9 or more (the best mean
+    quality where none is)."""
+    drawn = sample_tiers(belief, jax.random.fold_in(key, _MOVES))
+    best = drawn == drawn.min(-1, keepdims=True)
+    thompson = jnp.argmin(jnp.where(best, obs.quote_price, jnp.inf), -1)
+    good = belief.tier[..., :3].sum(-1) >= 0.9
+    mean = belief.mean_quality(params)
+    likely = jnp.argmin(jnp.where(good, obs.quote_price, jnp.inf), -1)
+    cheap_good = jnp.where(good.any(-1), likely, jnp.argmax(mean, -1))
+    return jnp.stack([thompson, cheap_good]).astype(jnp.int32)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -251,7 +280,7 @@ class Planner:
     def simulated_days(self, params: PlannerParams) -> int:
         """Store-days simulated per planned store-day: C x M x H (with halving, C x M1 x H + C2 x M2 x H)."""
         s = self.settings
-        C, M, H = candidate_count(params, s.cheapest), s.futures, s.horizon
+        C, M, H = candidate_count(params, s.cheapest, s.view), s.futures, s.horizon
         if not s.halving:
             return C * M * H
         return (C * (M // 2) + survivors(C) * (M - M // 2)) * H
@@ -267,18 +296,31 @@ class Planner:
                 "the planner draws its futures from the policy key: call it with a key, not None"
             )
         k_base, k_plan = jax.random.split(key)
-        base = self.base(params.base, obs, privileged, k_base)
+        today = privileged
+        if self.settings.view == "agent":  # today's base action reads the belief, not the truth
+            seen, public, belief = belief_state.belief_of(privileged.state, privileged.params)
+            today = belief_state.honest_view(seen, public, belief, obs.category)
+        base = self.base(params.base, obs, today, k_base)
         every = self.settings.every
         if every == 1:
             return self.plan(params, base, obs, privileged, k_plan)
         return unless_all_skip(self.plan, obs.day % every == 0, base, (params, base, obs, privileged, k_plan))
+
+    def candidates(self, params: PlannerParams, base: Action, obs: Observation, privileged: Privileged, key):
+        """The day's C candidate actions (``candidate_actions``; in the agent's view with ``supplier_moves``
+        drawn from the belief with ``key``)."""
+        moves = None
+        if self.settings.view == "agent":
+            _, public, belief = belief_state.belief_of(privileged.state, privileged.params)
+            moves = supplier_moves(belief, public, obs, key)
+        return candidate_actions(params, base, obs, self.settings.cheapest, moves)
 
     def plan(
         self, params: PlannerParams, base: Action, obs: Observation, privileged: Privileged, key
     ) -> Action:
         """The candidate with the best mean net worth after ``horizon`` days over ``futures`` futures."""
         s = self.settings
-        candidates = candidate_actions(params, base, obs, s.cheapest)
+        candidates = self.candidates(params, base, obs, privileged, key)
         keys = future_keys(key, s.futures)
         if not s.halving:
             best = jnp.argmax(self.values(params, candidates, obs, privileged, keys).mean(-1))
@@ -286,15 +328,25 @@ class Planner:
         some = lambda idx, ks: self.values(
             params, jax.tree.map(lambda x: x[idx], candidates), obs, privileged, ks
         )
-        best = sequential_halving(some, candidate_count(params, s.cheapest), keys)
+        best = sequential_halving(some, candidate_count(params, s.cheapest, s.view), keys)
         return jax.tree.map(lambda x: x[best], candidates)
 
     def values(
         self, params: PlannerParams, candidates: Action, obs: Observation, privileged: Privileged, keys
     ) -> jax.Array:
         """[C, M] net worth after ``horizon`` days of each candidate (leaves [C, ...]) in each future of ``keys``
-        ([M], ``future_keys``): every candidate meets the same M futures. obs: this morning's Observation."""
+        ([M], ``future_keys``): every candidate meets the same M futures. obs: this morning's Observation. In the
+        agent's view each future starts from its own draw of the hidden state (``belief_state.sample``), the
+        same for every candidate, and reads nothing of ``privileged`` that ``belief_state.visible`` masks."""
         state, env_params = privileged.state, privileged.params
+        if self.settings.view == "agent":
+            state, env_params, belief = belief_state.belief_of(state, env_params)
+            draw = lambda k: belief_state.sample(state, env_params, belief, jax.random.fold_in(k, _BELIEF))
+            starts = jax.vmap(draw)(keys)
+            one = lambda action, start, k: self.future(params.base, obs, start, env_params, action, k)
+            return jax.vmap(jax.vmap(one, in_axes=(None, 0, 0)), in_axes=(0, None, None))(
+                candidates, starts, keys
+            )
         one = lambda action, k: self.future(params.base, obs, state, env_params, action, k)
         return jax.vmap(jax.vmap(one, in_axes=(None, 0)), in_axes=(0, None))(candidates, keys)
 

@@ -10,6 +10,7 @@ settings (``PlanSettings``, declared with the planner). ``distilled`` and ``dist
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from typing import Any
 
@@ -30,7 +31,9 @@ __all__ = [
 # policies whose params come from a checkpoint folder, loaded by a layer above this one: PPO, and the planner's
 # students (``rbjax.rl.distill``: ``distilled`` reads what the oracle reads, ``distilled_obs`` the observation only)
 LEARNED = ("ppo", "distilled", "distilled_obs")
-PLANNING = ("plan",)  # policies that simulate the store they run: built for an env (``make(name, env)``)
+# policies that simulate the store they run, built for an env (``make(name, env)``): the planner on the true state,
+# and on what the tools show (``PlanSettings(view="agent")``)
+PLANNING = ("plan", "plan_obs")
 NAMES = tuple(POLICIES) + PLANNING + LEARNED
 
 
@@ -70,17 +73,21 @@ def make(
     ``ppo`` needs ``env`` and a ``checkpoint`` folder (written by ``rbjax train ppo``); ``greedy`` takes
     its most likely action instead of a sample. ``distilled`` and ``distilled_obs`` need ``env`` and take the
     shipped student where no ``checkpoint`` (written by ``rbjax train distill``) is given. ``plan`` needs
-    ``env`` (the store it simulates) and takes its settings from ``plan`` (default ``PlanSettings()``).
+    ``env`` (the store it simulates) and takes its settings from ``plan`` (default ``PlanSettings()``);
+    ``plan_obs`` too, in the agent's view (``PlanSettings.view = "agent"``).
     Raises ValueError naming what is missing or wrong.
     """
     if plan is not None and name not in PLANNING:
-        raise ValueError(f"planner settings are for the policy 'plan', not {name!r}")
+        raise ValueError(f"planner settings are for the policies {', '.join(PLANNING)}, not {name!r}")
     if name in POLICIES:
         return POLICIES[name].fn, POLICIES[name].default_params()
     if name in PLANNING:
         if env is None:
             raise ValueError(f"policy {name!r} needs the env it simulates")
-        return make_planner(env, plan or PlanSettings())
+        settings = plan or PlanSettings()
+        if name == "plan_obs":  # the observation-only planner: the agent's view whatever else is set
+            settings = dataclasses.replace(settings, view="agent")
+        return make_planner(env, settings)
     if name not in LEARNED:
         raise ValueError(f"unknown policy {name!r}; known: {', '.join(NAMES)}")
     checkpoint = checkpoint or _SHIPPED.get(name)

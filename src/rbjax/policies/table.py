@@ -20,6 +20,7 @@ from rbjax.policies.baselines import (
     random_policy,
     s_S,
 )
+from rbjax.policies.honest_oracle import honest_oracle
 from rbjax.policies.oracle import OracleParams, oracle
 
 
@@ -37,6 +38,11 @@ class PolicySpec:
 POLICIES: dict[str, PolicySpec] = {
     "oracle": PolicySpec(
         oracle, OracleParams.default, "the paper's quality-based heuristic", privileged=True
+    ),
+    "honest_oracle": PolicySpec(
+        honest_oracle,
+        OracleParams.default,
+        "the oracle's rules on the belief, not the hidden truth (agent-legal)",
     ),
     "base_stock": PolicySpec(
         base_stock, BaseStockParams.default, "order up to a few days of demand, fixed prices"

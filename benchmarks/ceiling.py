@@ -1,0 +1,88 @@
+"""The agent's ceiling: what is reachable with the agent's own information, beside the privileged references.
+
+    python benchmarks/ceiling.py [--stores 64] [--days 180]
+
+On the planner's held-out stores (``planner.HELD_OUT_SEED``, the same stores and keys as
+``results/planner_heldout.json``), each policy once (its wall time includes compiling; one device per core):
+the paper's oracle (reads the hidden quality and news), the honest oracle (the oracle's rules on the belief,
+``honest_oracle``), and the observation-only planner (``plan_obs``: futures drawn from the belief). Every row is
+paired store by store with the oracle: the mean difference of final net worth with its 95 % t interval, and the
+share of stores ahead. The privileged planner's row is the recorded one (``planner_heldout.json``: the same
+stores, its own run), and the value of information is its mean minus the observation-only planner's.
+Writes ``benchmarks/results/ceiling.json``, which ``tests/test_recorded_results.py`` holds the docs to.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+
+import jax
+import numpy as np
+
+import rbjax
+from rbjax.policies import make
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from planner import HELD_OUT_SEED, paired_row  # noqa: E402
+from recorded import provenance, read, write  # noqa: E402
+
+ROWS = ("oracle", "honest_oracle", "plan_obs")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--stores", type=int, default=64)
+    ap.add_argument("--days", type=int, default=180)
+    args = ap.parse_args()
+    rbjax.setup(cache="none")
+    source = provenance(sys.argv, "benchmarks/ceiling.py")
+    env = rbjax.Env()
+    params = env.default_params().replace(horizon=np.int32(args.days))
+    keys = jax.random.split(jax.random.key(HELD_OUT_SEED), args.stores)
+    finals, rows = {}, {}
+    for name in ROWS:
+        policy, policy_params = make(name, env)
+        start = time.perf_counter()
+        _, final = jax.device_get(rbjax.rollout(env, policy, policy_params, params, keys, days=args.days))
+        wall = time.perf_counter() - start
+        nw = np.asarray(final.net_worth, np.float64)
+        finals[name] = nw
+        rows[name] = dict(
+            mean=float(nw.mean()),
+            sd=float(nw.std(ddof=1)),
+            survives=float((np.asarray(final.day) >= args.days).mean()),
+            wall_s=wall,
+        )
+        print(name, rows[name], flush=True)
+    for name in ROWS[1:]:
+        rows[name]["vs_oracle"] = {k: float(v) for k, v in paired_row(finals["oracle"], finals[name]).items()}
+        rows[name]["of_oracle"] = rows[name]["mean"] / rows["oracle"]["mean"]
+    planner = read("planner_heldout")
+    same = (
+        planner["stores"] == args.stores and planner["days"] == args.days and planner["seed"] == HELD_OUT_SEED
+    )
+    privileged = planner["policies"]["plan"]["final_net_worth"]["mean"]
+    record = dict(
+        **source,
+        stores=args.stores,
+        days=args.days,
+        seed=HELD_OUT_SEED,
+        policies=rows,
+        privileged_planner=dict(
+            mean=privileged,
+            of_oracle=privileged / rows["oracle"]["mean"],
+            source="results/planner_heldout.json (the same stores and keys, its own run)"
+            if same
+            else "other stores",
+        ),
+        value_of_information=privileged - rows["plan_obs"]["mean"],
+    )
+    print(record)
+    write("ceiling", record)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,137 @@
+"""The observation-only planner (``plan_obs``, ``PlanSettings(view="agent")``): a leak test per hidden field,
+its candidates, and its registration.
+
+Leak test: a store's morning a few days in (lots in the store, orders on their way, supplier records), then the
+same morning with one hidden field changed (``belief_state.HIDDEN``, and a fixed supplier world in the params):
+the observation is equal, and the agent-view planner's values and action do not move; the same planner made to
+read the truth (``visible`` and the future's redraws replaced by the identity) moves on every field, so the test
+can fail.
+"""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from rbjax.model import future_draws
+from rbjax.policies import OracleParams, PlanSettings, belief_state, make, oracle
+from rbjax.policies import planner as planner_module
+from rbjax.policies.honest_oracle import honest_oracle
+from rbjax.policies.planner import Planner, candidate_count, default_params, future_keys
+from rbjax.policies.registry import NAMES, PLANNING
+
+LEAK = PlanSettings(futures=2, horizon=14, view="agent")
+DAYS_IN = 6
+
+
+@pytest.fixture(scope="module")
+def morning(env, params):
+    """(obs, state) of one oracle store on its day DAYS_IN."""
+    obs, state = jax.jit(env.reset)(jax.random.key(3), params)
+    step = jax.jit(env.step)
+    for d in range(DAYS_IN):
+        action = oracle(OracleParams.default(), obs, env.privileged(state, params))
+        obs, state, *_ = step(jax.random.key(100 + d), state, action, params)
+    assert int(np.asarray(state.pending.qty).sum()) > 0 and int(np.asarray(state.lots.store).sum()) > 0
+    return obs, state
+
+
+def changed(state, field: str):
+    """``state`` with another value of hidden ``field``, one the store could hold: the same morning to an agent."""
+    s, lots, pend, n, w = state.suppliers, state.lots, state.pending, state.news, state.world
+    business = np.asarray(n.mode) != 0
+    new = {
+        "suppliers.quality_tier": lambda: s.replace(quality_tier=(6 - s.quality_tier).astype(np.int8)),
+        "suppliers.quote_quality": lambda: s.replace(quote_quality=jnp.clip(6.0 - s.quote_quality, 1.0, 5.0)),
+        "suppliers.price_tier": lambda: s.replace(price_tier=(4 - s.price_tier).astype(np.int8)),
+        "lots.quality": lambda: lots.replace(quality=jnp.clip(6.0 - lots.quality, 1.0, 5.0)),
+        "pending.quality": lambda: pend.replace(quality=pend.quality * 0.4),
+        "news.signed": lambda: n.replace(signed=jnp.sign(n.signed) * (1.0 - jnp.abs(n.signed) * 0.9)),
+        "news.remain": lambda: n.replace(remain=jnp.where(business, (n.remain + 3) % 6, n.remain)),
+        "world.key": lambda: w.replace(key=w.key ^ np.uint32(0x5A5A5A5A)),
+        "world.cycle_len": lambda: w.replace(cycle_len=(300 - w.cycle_len).astype(w.cycle_len.dtype)),
+        "world.first_cycle": lambda: w.replace(first_cycle=(w.first_cycle - 1).astype(w.first_cycle.dtype)),
+        "world.cycle_quality": lambda: w.replace(cycle_quality=(6 - w.cycle_quality).astype(np.int8)),
+        "world.cycle_price": lambda: w.replace(cycle_price=(4 - w.cycle_price).astype(np.int8)),
+    }[field]()
+    return state.replace(**{field.split(".")[0]: new})
+
+
+def test_every_hidden_field_is_changed_and_listed():
+    assert set(belief_state.HIDDEN) >= set(future_draws.FUTURE_DRAWS)
+    for field in ("suppliers.quality_tier", "suppliers.quote_quality", "lots.quality", "pending.quality"):
+        assert field in belief_state.HIDDEN
+
+
+@pytest.mark.slow
+def test_the_agent_view_reads_no_hidden_field(env, params, morning):
+    obs, state = morning
+    fields = list(belief_state.HIDDEN)
+    states = [state] + [changed(state, f) for f in fields]
+    # the params' fixed world: the true one and a changed one, with the truthful morning
+    world_params = [
+        params.replace(world=state.world),
+        params.replace(world=changed(state, "world.key").world),
+    ]
+    for field, other in zip(fields, states[1:]):
+        differs = [not np.array_equal(a, b) for a, b in zip(jax.tree.leaves(state), jax.tree.leaves(other))]
+        assert any(differs), f"{field} was not changed"
+        for a, b in zip(
+            jax.tree.leaves(env.observe(state, params)), jax.tree.leaves(env.observe(other, params))
+        ):
+            np.testing.assert_array_equal(a, b, err_msg=f"{field} changed what an agent sees")
+    plan_params = default_params(OracleParams.default())
+    keys = future_keys(jax.random.key(5), LEAK.futures)
+    honest = Planner(env, LEAK)
+
+    def run(planner):
+        def one(s, p):
+            privileged = env.privileged(s, p)
+            base = honest_oracle(OracleParams.default(), obs, privileged)  # agent-legal, as the planner's own
+            # and a few units from every supplier of each shelved product, so that today's hidden quality of
+            # every quote reaches the futures (the truth-reading planner below must see it)
+            base = base.replace(order=base.order + 5.0 * base.shelf[:, None])
+            candidates = planner.candidates(plan_params, base, obs, privileged, jax.random.key(6))
+            values = planner.values(plan_params, candidates, obs, privileged, keys)
+            return values, planner(plan_params, obs, privileged, jax.random.key(7))
+
+        stacked = jax.tree.map(lambda *x: jnp.stack(x), *states)
+        values, actions = jax.jit(jax.vmap(one, in_axes=(0, None)))(stacked, params)
+        pv, pa = jax.jit(jax.vmap(one, in_axes=(None, 0)))(
+            state, jax.tree.map(lambda *x: jnp.stack(x), *world_params)
+        )
+        return np.asarray(values), actions, np.asarray(pv), pa
+
+    values, actions, pv, pa = run(honest)
+    C = candidate_count(plan_params, view="agent")
+    assert values.shape == (len(states), C, 2) and len(np.unique(values[0, :, 0])) > 1
+    for i, field in enumerate(fields, 1):
+        np.testing.assert_array_equal(values[0], values[i], err_msg=f"the agent view read {field}")
+        for a in jax.tree.leaves(actions):
+            np.testing.assert_array_equal(
+                np.asarray(a)[0], np.asarray(a)[i], err_msg=f"its action read {field}"
+            )
+    np.testing.assert_array_equal(pv[0], pv[1], err_msg="the agent view read the params' world")
+    # the same planner reading the truth: every field moves its values
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(belief_state, "visible", lambda s: s)
+        m.setattr(belief_state, "public_params", lambda p: p)
+        m.setattr(belief_state, "sample", lambda s, p, b, k: s)
+        m.setattr(planner_module, "own_future", lambda s, p, k: s)
+        leaky, _, _, _ = run(Planner(env, LEAK))
+    for i, field in enumerate(fields, 1):
+        assert not np.array_equal(leaky[0], leaky[i]), f"reading {field} went unseen"
+
+
+def test_plan_obs_is_registered_everywhere_a_planner_is(env):
+    assert "plan_obs" in PLANNING and "plan_obs" in NAMES and "honest_oracle" in NAMES
+    planner, plan_params = make("plan_obs", env, plan=PlanSettings(futures=2))
+    assert planner.settings.view == "agent" and planner.settings.futures == 2
+    assert planner.simulated_days(plan_params) == 11 * 2 * 14  # C = 9 + the two supplier moves
+    assert make("plan", env)[0].settings.view == "state"
+    with pytest.raises(ValueError, match="view"):
+        PlanSettings(view="truth")
+    assert (
+        PlanSettings.from_dict({k: v for k, v in PlanSettings().as_dict().items() if k != "view"}).view
+        == "state"
+    )
