@@ -198,7 +198,7 @@ def test_the_planner_refuses_what_it_cannot_plan_with(env, params, planned, morn
         PlanSettings(futures=1, halving=True)
     with pytest.raises(ValueError, match="cheapest 1: must be True or False"):
         PlanSettings(cheapest=1)
-    with pytest.raises(ValueError, match="planner settings are for the policy 'plan'"):
+    with pytest.raises(ValueError, match="planner settings are for the policies plan, plan_obs"):
         make("oracle", env, plan=SETTINGS)
     with pytest.raises(ValueError, match="base 'ppo': not a policy that does not plan"):
         make("plan", env, plan=PlanSettings(base="ppo"))
@@ -354,9 +354,10 @@ def test_every_command_that_takes_a_policy_takes_the_planner():
         "agents run --model policy:plan --stores 2 --days 2 --out A",
         "lm tasks --from-states S --days 2 --reference plan --out T.jsonl",
     ):
-        args = parser().parse_args(line.split())
-        chosen = {getattr(args, name, None) for name in ("policy", "reference", "model")}
-        assert chosen & {"plan", "policy:plan"}, line
+        for name in ("plan", "plan_obs"):  # the planner on the true state, and on what the tools show
+            args = parser().parse_args(line.replace("plan ", f"{name} ").split())
+            chosen = {getattr(args, n, None) for n in ("policy", "reference", "model")}
+            assert chosen & {name, f"policy:{name}"}, line
 
 
 def test_a_slices_manifest_holds_the_planners_settings_or_nothing():

@@ -10,6 +10,7 @@ import os
 from rbjax.cli.common import check_snapshot_flags, fail, plan_settings, plural
 from rbjax.cli.run import write_survival
 from rbjax.files.record_files import atomic_file
+from rbjax.policies.registry import PLANNING
 
 
 def model_policy(model: str) -> str | None:
@@ -62,7 +63,7 @@ def state_saver(args, env, params, keys):
         args.days,
         policy=args.policy or AGENT,
         agent=None if args.policy else args.model,
-        plan=plan_settings(args).as_dict() if args.policy == "plan" else None,
+        plan=plan_settings(args).as_dict() if args.policy in PLANNING else None,
         checkpoint=getattr(args, "checkpoint", None),
         greedy=getattr(args, "greedy", False),
         seed=args.seed,

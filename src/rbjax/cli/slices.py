@@ -12,6 +12,7 @@ import os
 
 from rbjax.cli.common import check_snapshot_flags, fail, plan_settings, plural, said
 from rbjax.files.slices_folder import slice_files, snapshot_name, write_manifest
+from rbjax.policies.registry import PLANNING
 
 
 def check_save_states(args, env) -> None:
@@ -66,7 +67,7 @@ def run_saving_states(args, env, params, policy, policy_params, keys, records: s
         policy=args.policy,
         checkpoint=getattr(args, "checkpoint", None),
         greedy=getattr(args, "greedy", False),
-        plan=plan_settings(args).as_dict() if args.policy == "plan" else None,
+        plan=plan_settings(args).as_dict() if args.policy in PLANNING else None,
         seed=args.seed,
         stores=args.stores,
         days=args.days,
@@ -97,7 +98,7 @@ def main_from_states(args, env) -> None:
         raise fail(e) from None
     policy, policy_params = make_policy(args, env)
     try:
-        plan = plan_settings(args) if args.reference == "plan" else None
+        plan = plan_settings(args) if args.reference in PLANNING else None
         reference, reference_params = policies.make(args.reference, env, plan=plan)
     except ValueError as e:
         raise fail(f"--reference {args.reference}: {said(e)}") from None

@@ -10,14 +10,16 @@ probability of each quality tier Q1..Q7 of today's quote from three public thing
   to come with a cheaper tier), and the diversity rule, which keeps a Q1 supplier and a (Q7, P5) one for every
   product every day: the posterior is exact over the 3^K joint roles (Q1, (Q7, P5), other) of a product's K
   suppliers, so that a lone P5 supplier is the bad one and someone must be Q1;
-- the evidence of the supplier's units the tools show: its return rate and mean rating over about the last 30
-  days (``Suppliers.log``, ``rbjax.model.supplier_log``), through the laws of returns and ratings given quality
+- the evidence of the supplier's units the tools show: its returns and ratings over about the last 30 days
+  (``Suppliers.log``, ``rbjax.model.supplier_log``), through the laws of returns and ratings given quality
   (``rbjax.model.reviews``), each tier's quality integrated over its band.
 
 Memory, and what it costs: the belief reads only today's view (the 30-day supplier records the tools show), not
 a filter carried across days. Evidence older than the records' time constant is forgotten, and evidence from
 units bought before a supplier's last tier change is read as if about today's tier (``STALE`` mixes the copula
 prior back in for that). A policy that uses it needs no recurrent state, so it runs wherever a policy runs.
+Measured (``docs/results.md``, "The agent's ceiling"): records that start afresh where a supplier's quotes
+change price tier moved the honest oracle by under one point, so the memory is not what holds it back.
 Calibration on simulated stores: ``tests/policies/test_belief.py``.
 """
 

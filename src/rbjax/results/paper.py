@@ -88,11 +88,11 @@ def run_row(model: str, framework: str) -> tuple[str, dict] | None:
 
 def reference_row(model: str, framework: str) -> tuple[str | None, dict]:
     """The paper's row a run is shown beside, as (label, row). An rbjax policy (``framework`` "policy",
-    ``model`` "policy:NAME"): the oracle's row for the oracle and the planner (the ceilings), the best language
+    ``model`` "policy:NAME"): the oracle's row for the oracles and the planners (the ceilings), the best language
     model's (``BEST_LLM``) for any other. A language model: the paper's run of ``framework`` by it
     (``run_row``), or (None, {}) when the paper has none."""
     if framework == "policy":
-        if model in ("policy:oracle", "policy:plan"):
+        if model in ("policy:oracle", "policy:plan", "policy:plan_obs", "policy:honest_oracle"):
             return "oracle", ORACLE
         return BEST_LLM, LLM_ROWS[BEST_LLM]
     return run_row(model, framework) or (None, {})
