@@ -62,6 +62,7 @@ def make_store(env, empty: bool = False, funds: float = 1000.0):
             quote_price=(0.5 + 0.01 * np.arange(J)[:, None] + 0.1 * np.arange(K)[None, :]).astype(np.float32),
             quote_quality=np.full((J, K), 0.8, np.float32),
             log=zeros(4, J, K, dtype=np.float32),
+            opening_share=zeros(J, K, dtype=np.float32),
         ),
         world=World(
             key=np.zeros(2, np.uint32),

@@ -102,6 +102,7 @@ class Env:
             quote_price=jnp.zeros((J, K), f),
             quote_quality=jnp.zeros((J, K), f),
             log=jnp.zeros((4, J, K), f),
+            opening_share=opening.supplier_share.astype(f),
         )
         supply = news.effect(params, params.supply_category, todays_news, False)
         zeros_jc = jnp.zeros((J, C), jnp.int32)

@@ -72,6 +72,7 @@ class Suppliers:
     quote_price: jax.Array  # [J, K] float today's news-adjusted quote
     quote_quality: jax.Array  # [J, K] float today's hidden quality score
     log: jax.Array  # [4, J, K] float 30-day averages of sold, returned, reviews, stars
+    opening_share: jax.Array  # [J, K] float share of the last 30 pre-opening days each supplier supplied
 
 
 @struct.dataclass

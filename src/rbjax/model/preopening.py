@@ -20,6 +20,8 @@ from rbjax.model import demand, reviews, sales, suppliers
 from rbjax.params import EnvParams, World
 from rbjax.state import Reviews, Sales
 
+SHARE_DAYS = 30  # the history days ``Opening.supplier_share`` counts (the agent tools show every one of them)
+
 
 @struct.dataclass
 class Opening:
@@ -30,6 +32,7 @@ class Opening:
     profit: jax.Array  # [J] float profit at the cheapest daily quote, summed over the history
     quality_tier: jax.Array  # [J, K] int8 supplier tiers on the last history day
     price_tier: jax.Array  # [J, K] int8
+    supplier_share: jax.Array  # [J, K] float share of the last SHARE_DAYS history days each supplier supplied
 
 
 @struct.dataclass
@@ -88,8 +91,15 @@ def simulate(key: jax.Array, config: EnvConfig, params: EnvParams, world: World,
         profit_sum = (
             profit_sum + (price - quote_price.min(-1)) * units
         )  # in day order: same bits at any batch size
-        extra = (quote_price, chosen.astype(jnp.int32)) if records else ()
-        return (q_tier, p_tier, price, left, profit_sum), (price, units, n_rev, stars, *extra)
+        extra = (quote_price,) if records else ()
+        return (q_tier, p_tier, price, left, profit_sum), (
+            price,
+            units,
+            n_rev,
+            stars,
+            chosen.astype(jnp.int32),
+            *extra,
+        )
 
     init = (
         jnp.zeros((J, K), jnp.int8),
@@ -105,8 +115,8 @@ def simulate(key: jax.Array, config: EnvConfig, params: EnvParams, world: World,
 def opened(config: EnvConfig, params: EnvParams, last, days, records: bool):
     """The ``Opening`` (and with ``records`` the ``OpeningRecords``) from the pre-opening scan: ``last`` its
     final (quality tiers [J, K], price tiers [J, K], profit [J]); ``days`` its per-day outputs, leaves [H, J]
-    (price, units, reviews, stars, and with ``records`` the quotes [H, J, K] and the chosen supplier)."""
-    (q_tier, p_tier, profit), (price, units, n_rev, stars, *extra) = last, days
+    (price, units, reviews, stars, the chosen supplier, and with ``records`` the quotes [H, J, K])."""
+    (q_tier, p_tier, profit), (price, units, n_rev, stars, chosen, *extra) = last, days
     f = params.alpha.dtype
     H, R, W = config.history_days, config.review_window, config.sales_window
     # a day's reviews and stars held at the ring's int16 range, as reviews.push holds a played day's
@@ -130,10 +140,11 @@ def opened(config: EnvConfig, params: EnvParams, last, days, records: bool):
         profit=profit.astype(f),
         quality_tier=q_tier,
         price_tier=p_tier,
+        supplier_share=jax.nn.one_hot(chosen[H - SHARE_DAYS :], config.num_suppliers, dtype=f).mean(0),
     )
     if not records:
         return opening
-    quotes, chosen = extra
+    (quotes,) = extra
     return opening, OpeningRecords(
         price=price.astype(f), units=units, reviews=n_rev, stars=stars, quote_price=quotes, supplier=chosen
     )
