@@ -9,7 +9,11 @@ the paper's oracle (reads the hidden quality and news), the honest oracle (the o
 paired store by store with the oracle: the mean difference of final net worth with its 95 % t interval, and the
 share of stores ahead. The privileged planner's row is the recorded one (``planner_heldout.json``: the same
 stores, its own run), and the value of information is its mean minus the observation-only planner's.
-Writes ``benchmarks/results/ceiling.json``, which ``tests/test_recorded_results.py`` holds the docs to.
+``--information`` (a separate run, merged into the record): what each hidden field is worth alone, as the
+honest oracle's gain when that field is revealed to it (``REVEAL``: the true quality of today's quotes, the true
+news effects), and what knowing only which suppliers are good (tiers Q1-Q3) would be worth with the cheapest good
+supplier picked. Writes ``benchmarks/results/ceiling.json``, which ``tests/test_recorded_results.py`` holds the
+docs to.
 """
 
 from __future__ import annotations
@@ -32,16 +36,66 @@ from recorded import provenance, read, write  # noqa: E402
 ROWS = ("oracle", "honest_oracle", "plan_obs")
 
 
+def revealed(field: str):
+    """The honest oracle with ``field`` of the truth revealed: "quality" (today's quotes' hidden quality),
+    "news" (today's true news effects), or "good suppliers" (which suppliers are Q1-Q3, the cheapest of them
+    picked: the oracle's ties go to the cheaper quote)."""
+    import jax.numpy as jnp
+
+    from rbjax.policies import belief_state, oracle
+
+    def policy(params, obs, privileged, key=None):
+        seen, public, belief = belief_state.belief_of(privileged.state, privileged.params)
+        view = belief_state.honest_view(seen, public, belief, obs.category)
+        if field == "quality":
+            view = view.replace(quote_quality=privileged.quote_quality)
+        elif field == "news":
+            view = view.replace(news_need=privileged.news_need, news_supply=privileged.news_supply)
+        else:
+            good = privileged.state.suppliers.quality_tier <= 2
+            view = view.replace(quote_quality=good.astype(jnp.float32))
+        return oracle(params, obs, view, key)
+
+    return policy
+
+
+REVEAL = ("quality", "news", "good suppliers")
+
+
+def information(env, params, keys, days: int) -> dict:
+    """{field: the honest oracle's final net worth with that field revealed, paired with the honest oracle}."""
+    from rbjax.policies import OracleParams
+    from rbjax.policies.honest_oracle import honest_oracle
+
+    finals = {}
+    for name, policy in [("honest_oracle", honest_oracle)] + [(f, revealed(f)) for f in REVEAL]:
+        _, final = jax.device_get(rbjax.rollout(env, policy, OracleParams.default(), params, keys, days=days))
+        finals[name] = np.asarray(final.net_worth, np.float64)
+        print(name, finals[name].mean(), flush=True)
+    return {
+        f: dict(mean=float(finals[f].mean()), gain=paired_row(finals["honest_oracle"], finals[f]))
+        for f in REVEAL
+    }
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--stores", type=int, default=64)
     ap.add_argument("--days", type=int, default=180)
+    ap.add_argument("--information", action="store_true", help="each hidden field's worth, into the record")
     args = ap.parse_args()
     rbjax.setup(cache="none")
     source = provenance(sys.argv, "benchmarks/ceiling.py")
     env = rbjax.Env()
     params = env.default_params().replace(horizon=np.int32(args.days))
     keys = jax.random.split(jax.random.key(HELD_OUT_SEED), args.stores)
+    if args.information:
+        record = read("ceiling")
+        record["information"] = dict(
+            **source, honest_oracle_revealed=information(env, params, keys, args.days)
+        )
+        write("ceiling", record)
+        return
     finals, rows = {}, {}
     for name in ROWS:
         policy, policy_params = make(name, env)

@@ -185,3 +185,37 @@ def test_the_readmes_suite_times_are_the_recorded_ones():
     assert f"the quick lane for the edit loop (about {quick} min on 2 cores)" in text
     assert f"the full suite as CI runs it (about {full} min;" in text
     assert rec["cores"] == 2 and rec["machine_speed"]["compiling_ratio"] > 0
+
+
+def test_the_agents_ceiling_is_the_recorded_one():
+    """The bracket (benchmarks/ceiling.py): README's rows of the honest oracle and the observation-only planner,
+    and docs/results.md's table of every row paired with the oracle, each hidden field's worth, and the value of
+    information, from benchmarks/results/ceiling.json."""
+    rec = record("ceiling.json")
+    readme, docs = (ROOT / "README.md").read_text(), (ROOT / "docs" / "results.md").read_text()
+    rows = rec["policies"]
+    for name, label in (("honest_oracle", "honest oracle"), ("plan_obs", "observation-only planner")):
+        row = rows[name]
+        survives = f"{row['survives']:.0%}".replace("%", " %")
+        assert f"| {label}, rbjax, {rec['stores']} held-out seeds | {survives} | {pm(row)} |" in readme, name
+        paired = row["vs_oracle"]
+        cells = (
+            f"| `{name}` | {pm(row)} | {row['of_oracle']:.0%} | {paired['diff']:+,.0f} "
+            f"({paired['low']:+,.0f} .. {paired['high']:+,.0f}) | {paired['wins']:.0%} |"
+        ).replace("%", " %")
+        assert cells in docs, name
+    assert f"| `oracle` | {pm(rows['oracle'])} | 100 % |" in docs
+    privileged = rec["privileged_planner"]
+    assert (
+        f"| `plan` (recorded) | {privileged['mean']:,.0f} | {privileged['of_oracle']:.0%} |".replace(
+            "%", " %"
+        )
+        in docs
+    )
+    assert f"value of information: **{rec['value_of_information']:+,.0f}**" in docs
+    for field, worth in rec.get("information", {}).get("honest_oracle_revealed", {}).items():
+        gain = worth["gain"]
+        assert (
+            f"| {field} | {worth['mean']:,.0f} | {gain['diff']:+,.0f} ({gain['low']:+,.0f} .. {gain['high']:+,.0f}) |"
+            in docs
+        ), field

@@ -284,3 +284,29 @@ def test_every_refusal_of_a_used_folder_names_a_command_that_works(tmp_path):
         assert named and set(named) <= {"--overwrite", "--out"}, message
     main([*line, "--overwrite"])  # what every refusal named
     assert len(cut.read_text().splitlines()) == len(whole.splitlines())  # the whole run again
+
+
+@pytest.mark.slow
+def test_diagnose_shows_the_share_of_the_agents_ceiling_on_the_same_stores_and_keys(cli_run, capsys, env):
+    """``agents diagnose --ceiling``: the oracle's run through the tools is 100 % of the oracle on every store
+    (the same stores and keys, so the same records), and its share of the agent's ceiling is its net worth over
+    ``plan_obs``'s on those stores, played here again."""
+    from rbjax.cli import main
+    from rbjax.policies import make
+
+    a = cli_run
+    main(["agents", "diagnose", str(a), "--ceiling"])
+    printed = capsys.readouterr().out
+    assert (
+        f"paired on the same {STORES} stores and keys" in printed
+        and "of the agent's ceiling (plan_obs)" in printed
+    )
+    table = pd.read_csv(a / "ceiling.csv", index_col="store")
+    assert len(table) == STORES
+    np.testing.assert_array_equal(table["share_of_oracle"], 1.0)
+    params = env.default_params().replace(horizon=np.int32(DAYS))
+    planner, plan_params = make("plan_obs", env)
+    keys = jax.random.split(jax.random.key(SEED), STORES)
+    _, final = rbjax.rollout(env, planner, plan_params, params, keys, days=DAYS)
+    np.testing.assert_allclose(table["plan_obs"], np.asarray(final.net_worth), rtol=1e-6)
+    np.testing.assert_allclose(table["share_of_plan_obs"], table["agent"] / table["plan_obs"], rtol=1e-12)

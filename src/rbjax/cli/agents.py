@@ -194,6 +194,13 @@ def add_diagnose(cmd) -> None:
         help="leave the runner's morning views out (always for policy runs: the reference's oracle has no runner)",
     )
     d.add_argument("--data", default=None, help="catalogue folder (default: the shipped catalogue)")
+    d.add_argument(
+        "--ceiling",
+        action="store_true",
+        help="also the agents' net worth as a share of the agent's ceiling (plan_obs, which sees what the tools "
+        "show) and of the oracle, on each run's stores and keys: ceiling.csv (runs the planner: about 20 s a "
+        "store per 180 days on 2 cores)",
+    )
     d.set_defaults(func=diagnose)
 
 

@@ -42,6 +42,8 @@ def diagnose(args) -> None:
         else:
             print(f"survival: no records.npz in {run}, left out of survival_by_run.png")
         tables[d.label] = d.table
+        if getattr(args, "ceiling", False):
+            print(ceiling_of(run, d.settings, args.data))
         if found:
             papers[f"{found[0]}, paper"] = found[1]
     out = args.out or args.runs[0]
@@ -52,6 +54,25 @@ def diagnose(args) -> None:
         write_survival(os.path.join(out, "survival_by_run.png"), curves)
         figure += f" and {os.path.join(out, 'survival_by_run.png')}"
     print(f"wrote four_stage_metrics.csv and run_metrics.csv in each run folder, and {figure}")
+
+
+def ceiling_of(run: str, settings: dict, data: str | None) -> str:
+    """The line ``--ceiling`` prints for one run (its ceiling.csv written), or why it has none."""
+    from rbjax.agents.analysis import ceiling
+    from rbjax.agents.runs.folder import load_records
+
+    if "stores" not in settings or "days" not in settings:
+        return (
+            f"ceiling: {run} has no run.json of fresh stores "
+            "(a slice's ceiling: rbjax run --policy plan_obs --from-states)"
+        )
+    records = load_records(run)
+    if records is None:
+        return f"ceiling: {run} has no records.npz"
+    agent = records["net_worth"][:, -1]
+    table = ceiling.ceiling_table(agent, ceiling.reference_finals({**settings, "data": data}))
+    path = ceiling.write_ceiling(run, table)
+    return f"{ceiling.summary_line(table)} ({path})"
 
 
 def replay_run(args) -> None:

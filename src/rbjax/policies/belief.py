@@ -164,6 +164,31 @@ def evidence(log: jax.Array, params: EnvParams) -> jax.Array:
     return jax.nn.logsumexp(ll, -1) - jnp.log(float(QUALITY_NODES))  # [J, K, 7]
 
 
+# How the pre-opening history's suppliers bear on a tier: each history day's units came from the best-quality
+# supplier of the day (0.6) or the second best (0.4). A supplier used on 45 % or more of the last 30 days was the
+# best (Q1: a unique Q1 is used on about 60 %, one of two on about 50 %); one used on some days was the second
+# best (most likely Q1-Q3); one never used was neither (a Q1 only where three or more were). Per tier Q1..Q7:
+OPENING_LIKELIHOOD = np.array(
+    [
+        [1.0, 0.02, 0.02, 0.02, 0.02, 0.02, 0.02],  # used on >= 45 % of the days
+        [0.5, 1.0, 1.0, 0.4, 0.2, 0.1, 0.05],  # used on some days
+        [0.05, 0.6, 0.6, 1.0, 1.0, 1.0, 1.0],  # never used
+    ]
+)
+OPENING_DAYS = 150.0  # the history's word fades over the tier cycles: weight max(0, 1 - day / OPENING_DAYS)
+
+
+def opening_evidence(state: EnvState) -> jax.Array:
+    """[J, K, 7] log-likelihood of each tier given the pre-opening history's suppliers (``OPENING_LIKELIHOOD``,
+    ``Suppliers.opening_share``), faded with the days since the opening (tiers change at the start of each
+    supplier's 120-180-day cycle)."""
+    share = state.suppliers.opening_share
+    bucket = jnp.where(share >= 0.45, 0, jnp.where(share > 0.0, 1, 2))
+    table = jnp.asarray(OPENING_LIKELIHOOD, share.dtype)[bucket]  # [J, K, 7]
+    weight = jnp.clip(1.0 - state.day.astype(share.dtype) / OPENING_DAYS, 0.0, 1.0)
+    return jnp.log(weight * table + (1.0 - weight))
+
+
 def posterior(state: EnvState, params: EnvParams) -> Belief:
     """The belief about today's quality tiers from the quotes, the copula, the diversity rule and the supplier
     records (module docstring). state: one store's morning (only what the tools show is read); [J, K] leaves.
@@ -177,7 +202,8 @@ def posterior(state: EnvState, params: EnvParams) -> Belief:
     joint = copula_prior(params)  # [J, 7, 5]
     prior = jnp.take_along_axis(joint[:, None], p_tier[:, :, None, None], -1)[..., 0]  # [J, K, 7]
     prior = prior / prior.sum(-1, keepdims=True)
-    alone = jax.nn.softmax(jnp.log(jnp.maximum(prior, 1e-30)) + evidence(state.suppliers.log, params), -1)
+    records = evidence(state.suppliers.log, params) + opening_evidence(state)
+    alone = jax.nn.softmax(jnp.log(jnp.maximum(prior, 1e-30)) + records, -1)
     log_w = jnp.log(jnp.maximum((1.0 - STALE) * alone + STALE * prior, 1e-30))
     tiers = jnp.arange(TIERS)
     bad = (tiers == WORST) & (p_tier[..., None] == CHEAPEST)  # [J, K, 7] (Q7, P5)

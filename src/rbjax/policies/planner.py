@@ -299,7 +299,8 @@ class Planner:
         today = privileged
         if self.settings.view == "agent":  # today's base action reads the belief, not the truth
             seen, public, belief = belief_state.belief_of(privileged.state, privileged.params)
-            today = belief_state.honest_view(seen, public, belief, obs.category)
+            view = belief_state.honest_view(seen, public, belief, obs.category)
+            today = view.replace(state=seen, params=public)  # a base that reads the belief computes it again
         base = self.base(params.base, obs, today, k_base)
         every = self.settings.every
         if every == 1:
