@@ -198,7 +198,7 @@ def add_diagnose(cmd) -> None:
         "--ceiling",
         action="store_true",
         help="also the agents' net worth as a share of the agent's ceiling (plan_obs, which sees what the tools "
-        "show) and of the oracle, on each run's stores and keys: ceiling.csv (runs the planner: about 20 s a "
+        "show) and of the oracle, on each run's stores and keys: ceiling.csv (runs the planner: about 13 s a "
         "store per 180 days on 2 cores)",
     )
     d.set_defaults(func=diagnose)
