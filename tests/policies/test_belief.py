@@ -1,11 +1,11 @@
 """rbjax.policies.belief and belief_state: the copula prior against its law, the price tiers the quotes show,
 the posterior's calibration on simulated stores, and draws that keep what an agent sees.
 
-Calibration is measured on the mornings of 8 oracle-run stores x 40 days (about 134,000 (product, supplier,
+Calibration is measured on the mornings of 8 oracle-run stores x 40 days (about 1.1 million (product, supplier,
 tier) probabilities): in each bin of the posterior's probability with 1,000 or more entries, the frequency of the
 truth lies within ``CALIBRATION_TOLERANCE`` of the bin's mean probability (the largest gap measured is about
-0.09, in the 0.3-0.5 bins, where the diversity rule's forced Q1 supplier has any price tier, which the copula
-prior does not know).
+0.07, in the 0.3-0.4 bin, where the diversity rule's forced Q1 supplier has any price tier, which the copula
+prior does not know). Its mean log-likelihood of the true tier: -1.40 against the copula prior's -1.85.
 """
 
 import jax
