@@ -19,6 +19,7 @@ from rbjax.policies import planner as planner_module
 from rbjax.policies.honest_oracle import honest_oracle
 from rbjax.policies.planner import Planner, candidate_count, default_params, future_keys
 from rbjax.policies.registry import NAMES, PLANNING
+from rbjax.runners.rollout import rollout
 
 LEAK = PlanSettings(futures=2, horizon=14, view="agent")
 DAYS_IN = 6
@@ -135,3 +136,25 @@ def test_plan_obs_is_registered_everywhere_a_planner_is(env):
         PlanSettings.from_dict({k: v for k, v in PlanSettings().as_dict().items() if k != "view"}).view
         == "state"
     )
+
+
+@pytest.mark.slow
+def test_a_planner_plays_on_with_a_shipped_student(env, params):
+    """``--plan-base distilled``: policy iteration's next teacher from the command line. The planner's base is the
+    shipped student with its params, its manifest settings name it, and its days run."""
+    from rbjax.cli import parser
+
+    settings = PlanSettings(base="distilled", futures=2, horizon=3, every=2)
+    planner, plan_params = make("plan", env, plan=settings)
+    student, student_params = make("distilled", env)
+    assert planner.base == student
+    for a, b in zip(jax.tree.leaves(plan_params.base), jax.tree.leaves(student_params)):
+        np.testing.assert_array_equal(a, b)
+    assert PlanSettings.from_dict(settings.as_dict()) == settings  # a run's manifest records the name
+    args = parser().parse_args("run --policy plan --plan-base distilled_obs".split())
+    assert args.plan_base == "distilled_obs"
+    with pytest.raises(ValueError, match="not a policy that does not plan"):
+        PlanSettings(base="plan_obs")
+    keys = jax.random.split(jax.random.key(1), 2)
+    _, final = rollout(env, planner, plan_params, params.replace(horizon=np.int32(2)), keys, days=2)
+    assert np.isfinite(np.asarray(final.net_worth)).all()

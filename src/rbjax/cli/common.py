@@ -118,14 +118,15 @@ def make_env(args):
 def add_plan_flags(p: argparse.ArgumentParser, which: str = "--policy plan") -> None:
     """The lookahead planner's settings (``rbjax.policies.PlanSettings``), for ``which`` (the flag that picks it)."""
     from rbjax.policies import POLICIES, PlanSettings
+    from rbjax.policies.planner import STUDENT_BASES
 
     d = PlanSettings()
     g = p.add_argument_group(f"the lookahead planner ({which}; docs/results.md, 'Beyond the oracle')")
     g.add_argument(
         "--plan-base",
         default=d.base,
-        choices=list(POLICIES),  # every policy that does not plan
-        help="the policy played after today in every simulated future",
+        choices=[*POLICIES, *STUDENT_BASES],  # every policy that does not plan, the shipped students too
+        help="the policy played after today in every simulated future (a student: policy iteration's next teacher)",
     )
     g.add_argument("--plan-futures", type=int, default=d.futures, metavar="M", help="futures per candidate")
     g.add_argument("--plan-horizon", type=int, default=d.horizon, metavar="H", help="days each future runs")

@@ -59,6 +59,9 @@ from rbjax.state import Action, EnvState, Observation, Privileged
 _FUTURES, _WORLD = 0x504C414E, 0x574F524C  # fold-in tags of the planner's streams ("PLAN", "WORL")
 _BELIEF, _MOVES = 0x42454C49, 0x4D4F5645  # a future's hidden state, the supplier moves' draw ("BELI", "MOVE")
 VIEWS = ("state", "agent")  # what a planner reads (``PlanSettings.view``)
+# the planner's students, which do not plan: a base by name, loaded from their shipped (or given) checkpoint by
+# ``rbjax.policies.make`` (policy iteration's next teacher: the planner on its last student)
+STUDENT_BASES = ("distilled", "distilled_obs")
 SUPPLIER_MOVES = 2  # the agent view's supplier candidates: a Thompson draw's best, the cheapest likely good
 
 
@@ -80,8 +83,9 @@ class PlanSettings:
     """Every setting that changes the planner's programs, each declared here once with its default.
 
     base: the policy played after today in every future (and today in candidate 0): a name of
-        ``rbjax.policies.table.POLICIES`` (what a run's manifest records), or a policy function that does not
-        plan (a student, ``rbjax.rl.distill``); its params are ``PlannerParams.base``.
+        ``rbjax.policies.table.POLICIES`` or of a shipped student (``STUDENT_BASES``, loaded by
+        ``rbjax.policies.make``: what a run's manifest records), or a policy function that does not plan (a
+        student, ``rbjax.rl.distill``); its params are ``PlannerParams.base``.
     futures: M, simulated futures per candidate; horizon: H, days each future runs (today included).
     every: plan one day in ``every`` (days ``0, every, 2 every, ...`` since the opening), the base action on the
         others.
@@ -126,9 +130,10 @@ class PlanSettings:
                 "futures",
             )
         if isinstance(self.base, str):
-            if self.base not in POLICIES:
+            if self.base not in (*POLICIES, *STUDENT_BASES):
+                known = ", ".join((*POLICIES, *STUDENT_BASES))
                 raise ArgumentError(
-                    f"{{base}} {self.base!r}: not a policy that does not plan ({', '.join(POLICIES)})", "base"
+                    f"{{base}} {self.base!r}: not a policy that does not plan ({known})", "base"
                 )
         elif isinstance(self.base, Planner) or not callable(self.base):
             raise ArgumentError(
@@ -137,7 +142,11 @@ class PlanSettings:
 
     @property
     def base_policy(self) -> Callable:
-        """The base policy's function."""
+        """The base policy's function (a student's name is loaded by ``rbjax.policies.make``, not here)."""
+        if isinstance(self.base, str) and self.base in STUDENT_BASES:
+            raise ValueError(
+                f"the planner's base {self.base!r} is a student: make the planner with rbjax.policies.make"
+            )
         return POLICIES[self.base].fn if isinstance(self.base, str) else self.base
 
     def as_dict(self) -> dict:

@@ -14,7 +14,7 @@ import dataclasses
 from collections.abc import Callable
 from typing import Any
 
-from rbjax.policies.planner import PlanSettings, make_planner
+from rbjax.policies.planner import STUDENT_BASES, PlanSettings, make_planner
 from rbjax.policies.table import POLICIES, PolicySpec
 
 __all__ = [
@@ -74,7 +74,8 @@ def make(
     its most likely action instead of a sample. ``distilled`` and ``distilled_obs`` need ``env`` and take the
     shipped student where no ``checkpoint`` (written by ``rbjax train distill``) is given. ``plan`` needs
     ``env`` (the store it simulates) and takes its settings from ``plan`` (default ``PlanSettings()``);
-    ``plan_obs`` too, in the agent's view (``PlanSettings.view = "agent"``).
+    ``plan_obs`` too, in the agent's view (``PlanSettings.view = "agent"``). A planner whose base is a student's
+    name (``PlanSettings(base="distilled")``) plays the shipped student after today.
     Raises ValueError naming what is missing or wrong.
     """
     if plan is not None and name not in PLANNING:
@@ -87,6 +88,9 @@ def make(
         settings = plan or PlanSettings()
         if name == "plan_obs":  # the observation-only planner: the agent's view whatever else is set
             settings = dataclasses.replace(settings, view="agent")
+        if isinstance(settings.base, str) and settings.base in STUDENT_BASES:  # a student, shipped
+            base, base_params = make(settings.base, env)
+            return make_planner(env, dataclasses.replace(settings, base=base), base_params)
         return make_planner(env, settings)
     if name not in LEARNED:
         raise ValueError(f"unknown policy {name!r}; known: {', '.join(NAMES)}")
