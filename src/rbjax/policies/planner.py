@@ -8,7 +8,9 @@ the base policy where the simulated futures say it pays.
 
 Privileged, and said so: it reads the store's true state and parameters through ``Privileged.state`` and
 ``Privileged.params`` (``Env.privileged``), as the oracle reads the hidden supplier quality. It is an upper
-bound for agents, not an agent.
+bound for agents, not an agent. ``PlanSettings(view="agent")`` (``plan_obs``) is the planner an agent could run:
+it reads the state only through ``rbjax.policies.belief_state`` (every hidden field masked, then drawn from the
+belief per future), which ``tests/policies/test_plan_obs.py`` checks field by field.
 
 No leaked randomness: the futures are drawn from the policy key the runner hands every policy (never the
 store's run key, which the planner cannot reach), and every future redraws what the store has already drawn
@@ -96,9 +98,10 @@ class PlanSettings:
         default, as it costs net worth: ``docs/results.md``, "Beyond the oracle").
     view: what the planner reads. ``"state"``: the store's true state and params (privileged, an upper bound).
         ``"agent"``: only what the tools show (``rbjax.policies.belief_state.visible``): each future starts from a
-        hidden state drawn from the belief (``belief_state.sample``), today's base action reads the belief's
-        mean quality and the news at its mean strength (``honest_view``), and two more candidates move the base
-        orders to another supplier (``supplier_moves``): the observation-only planner, ``plan_obs``.
+        hidden state drawn from the belief (``belief_state.sample``), today's base action reads the belief
+        (``honest_view``: the cheapest supplier it holds good, the news at its mean strength), and two more
+        candidates move the base orders to another supplier (``supplier_moves``): the observation-only planner,
+        ``plan_obs``.
 
     The defaults plan every day, the best setting measured: a 16-store, 180-day run takes about two and a half
     minutes on a 2-core CPU, compilation included; ``every=7`` a minute. Raises ``ArgumentError`` naming the
