@@ -53,6 +53,12 @@ def add_run(cmd) -> None:
         help="explicit: headlines tell the strength",
     )
     r.add_argument("--code-timeout", type=float, default=30.0, help="seconds an execute_code call may run")
+    r.add_argument(
+        "--ceiling",
+        action="store_true",
+        help="then the agents' share of the agent's ceiling (plan_obs) and of the oracle on the same stores and "
+        "keys, as `agents diagnose --ceiling` (fresh stores only)",
+    )
     _slice_flags(r)
     add_env_flags(r)
     # given or not: --from-states takes these from the slices' run, a fresh run from FRESH

@@ -186,3 +186,20 @@ def summary(args, rec, tools) -> None:
         raise fail(
             f"{len(bad)} stores ended with a non-finite net worth or count (stores {bad[:8].tolist()})"
         )
+
+
+def print_ceiling(args) -> None:
+    """With ``--ceiling``: the run's share of the agent's ceiling and of the oracle, its ceiling.csv written
+    (``agents_analysis.ceiling_of``, on the run's fresh stores)."""
+    if not getattr(args, "ceiling", False):
+        return
+    from rbjax.cli.agents_analysis import ceiling_of
+
+    settings = dict(
+        seed=args.seed,
+        stores=args.stores,
+        days=args.days,
+        grouping=args.grouping,
+        supplier_attempts=args.supplier_attempts,
+    )
+    print(ceiling_of(args.out, settings, getattr(args, "data", None)))

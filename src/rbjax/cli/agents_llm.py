@@ -15,6 +15,7 @@ from rbjax.cli.agents_common import (
     finish_saving,
     open_from_states,
     prepare_out,
+    print_ceiling,
     slice_summary,
     state_saver,
     summary,
@@ -148,3 +149,4 @@ def main_llm(args, opened=None):
         slice_summary(args, rec, tools, sl, stores_csv(args.model, args.framework))
         return rec
     summary(args, rec, tools)
+    print_ceiling(args)

@@ -26,6 +26,7 @@ from rbjax.cli.agents_common import (
     fresh_defaults,
     model_policy,
     prepare_out,
+    print_ceiling,
     state_saver,
     summary,
     tool_flags,
@@ -103,3 +104,4 @@ def main(args) -> None:
         alive=np.asarray(rec.alive, bool),
         survival_png="survival.png",
     )
+    print_ceiling(args)

@@ -12,7 +12,9 @@ probability of each quality tier Q1..Q7 of today's quote from three public thing
   suppliers, so that a lone P5 supplier is the bad one and someone must be Q1;
 - the evidence of the supplier's units the tools show: its returns and ratings over about the last 30 days
   (``Suppliers.log``, ``rbjax.model.supplier_log``), through the laws of returns and ratings given quality
-  (``rbjax.model.reviews``), each tier's quality integrated over its band.
+  (``rbjax.model.reviews``), each tier's quality integrated over its band;
+- the pre-opening history's suppliers (``Suppliers.opening_share``, ``opening_evidence``): each history day's
+  units came from the best-quality supplier of the day or the second best, and the tools show which.
 
 Memory, and what it costs: the belief reads only today's view (the 30-day supplier records the tools show), not
 a filter carried across days. Evidence older than the records' time constant is forgotten, and evidence from
@@ -190,8 +192,9 @@ def opening_evidence(state: EnvState) -> jax.Array:
 
 
 def posterior(state: EnvState, params: EnvParams) -> Belief:
-    """The belief about today's quality tiers from the quotes, the copula, the diversity rule and the supplier
-    records (module docstring). state: one store's morning (only what the tools show is read); [J, K] leaves.
+    """The belief about today's quality tiers from the quotes, the copula, the diversity rule, the supplier
+    records and the pre-opening history's suppliers (module docstring). state: one store's morning (only what
+    the tools show is read); [J, K] leaves.
 
     Per supplier, the copula prior given its price tier times its records' likelihood, with ``STALE`` of the
     prior mixed back in; then, per product, the suppliers' roles (Q1, (Q7, P5), other) jointly, every role
