@@ -50,23 +50,8 @@ def test_agents_run_ceiling_writes_the_share_a_diagnosis_would(tmp_path, capsys)
     (a 2-store, 2-day oracle run: 100 % of the oracle on each store)."""
     from rbjax.cli import main
 
-    main(
-        [
-            "agents",
-            "run",
-            "--model",
-            "policy:oracle",
-            "--stores",
-            "2",
-            "--days",
-            "2",
-            "--seed",
-            "3",
-            "--ceiling",
-            "--out",
-            str(tmp_path),
-        ]
-    )
+    line = "agents run --model policy:oracle --stores 2 --days 2 --seed 3 --ceiling --out"
+    main([*line.split(), str(tmp_path)])
     assert "of the agent's ceiling (plan_obs)" in capsys.readouterr().out
     table = pd.read_csv(tmp_path / "ceiling.csv", index_col="store")
     np.testing.assert_array_equal(table["share_of_oracle"], 1.0)

@@ -67,8 +67,9 @@ def summary_line(table: pd.DataFrame) -> str:
         x = table[column].to_numpy(np.float64)
         x = x[np.isfinite(x)]
         half = 1.96 * x.std(ddof=1) / np.sqrt(len(x)) if len(x) > 1 else float("nan")
+        share = lambda v: f"{v:.1%}".replace("%", " %")  # noqa: E731  (written as the docs write it: 99.9 %)
         parts.append(
-            f"{x.mean():.1%} of {label} (95 % interval {x.mean() - half:.1%} .. {x.mean() + half:.1%})"
+            f"{share(x.mean())} of {label} (95 % interval {share(x.mean() - half)} .. {share(x.mean() + half)})"
         )
     n = len(table)
     return f"net worth, paired on the same {n} store{'s' * (n != 1)} and keys: " + "; ".join(parts)
