@@ -269,13 +269,14 @@ def stub_decisions(skus):
 def test_full_episodes_score_agents_runs_metrics(skus, tmp_path):
     """Two stores from their opening day for 6 days, through Inspect (openai-api provider, ``inspect_ai.eval``)
     and through ``rbjax agents run --protocol native``, one stub making the same decisions for both: each
-    sample's metrics are its store's row of the run's main table."""
+    sample's metrics are its store's row of the run's main table, and its shares of the agent's ceiling and of
+    the oracle (``-T ceiling=true``) its store's row of the run's ``ceiling.csv`` (``--ceiling``)."""
     from rbjax.results import metrics
 
     with ChatStub(stub_decisions(skus)) as stub:
         os.environ.setdefault("STUB_API_KEY", "x")
         (log,) = inspect_eval(
-            retail(**EPISODE, slots=SLOTS),
+            retail(**EPISODE, slots=SLOTS, ceiling=True),
             model="openai-api/stub/stub-model",
             model_base_url=stub.url,
             display="none",
@@ -285,7 +286,7 @@ def test_full_episodes_score_agents_runs_metrics(skus, tmp_path):
         out = tmp_path / "run"
         flags = ["--base-url", stub.url, "--protocol", "native", "--progress-seconds", "0"]
         flags += ["--stores", str(EPISODE["stores"]), "--days", str(EPISODE["days"])]
-        agents_run("local/stub", out, "--seed", str(EPISODE["seed"]), *flags)
+        agents_run("local/stub", out, "--seed", str(EPISODE["seed"]), "--ceiling", *flags)
         requests = stub.requests
     assert log.status == "success", log.error
     # each day's first request, from Inspect then from agents run: the same system prompt and day message
@@ -314,6 +315,14 @@ def test_full_episodes_score_agents_runs_metrics(skus, tmp_path):
     assert names == {"mean", "stderr"}
     means = {s.name: s.metrics["mean"].value for s in log.results.scores}
     assert means["final_net_worth"] == pytest.approx(table["final_net_worth"].mean())
+    ceiling = pd.read_csv(out / "ceiling.csv", index_col="store")
+    assert ceiling["plan_obs"].nunique() == len(ceiling)  # the stores differ: a wrong pairing would show
+    for store, row in ceiling.iterrows():
+        got = by_store[store].scores["episode_metrics"].value
+        for name in ("plan_obs", "oracle"):
+            assert got[f"{name}_net_worth"] == pytest.approx(row[name], rel=1e-6), (store, name)
+            assert got[f"share_of_{name}"] == pytest.approx(row[f"share_of_{name}"], rel=1e-6), (store, name)
+    assert means["share_of_plan_obs"] == pytest.approx(ceiling["share_of_plan_obs"].mean())
 
 
 def test_a_failed_model_call_is_an_error_not_a_score(tasks_file):
@@ -351,6 +360,7 @@ def test_arguments_are_checked():
         ({"stores": 2, "code_timeout": 0}, "-T code_timeout=0: code_timeout must be > 0"),
         ({"stores": 2, "grouping": "7"}, "-T grouping='7'"),
         ({"stores": 2, "max_retries": -1}, "-T max_retries=-1"),
+        ({"tasks": "t.jsonl", "ceiling": True}, "-T ceiling is for full episodes (-T stores=N)"),
         (
             {"stores": 2, "memroy": "episode"},
             "-T memroy: rbjax/retail has no such parameter (its parameters: tasks,",

@@ -5,7 +5,8 @@ tasks``), one sample per task, each scored with its session's reward (``rbjax.lm
 ``inspect eval rbjax/retail -T stores=N -T days=180 -T seed=S --model ...`` plays N stores from their
 opening day to the horizon or bankruptcy, RetailBench's own protocol, each scored with the paper's
 main-table metrics (``rbjax.results.metrics.MAIN_TABLE`` and ``survived``), the stores of ``rbjax agents run
---stores N --days D --seed S``.
+--stores N --days D --seed S``; with ``-T ceiling=true`` also its share of the agent's ceiling (``plan_obs``, which
+sees only what the tools show) and of the oracle on the same store and key, as ``agents run --ceiling``.
 
 A sample's store is an ``rbjax.lm`` session of one ``SessionPool`` that every sample of the process shares, so
 one batched engine step ends the day of every store waiting on it (``--max-samples`` sets how many stores
@@ -73,6 +74,7 @@ GROUPINGS = ("20", "ref19")  # the categories of ``rbjax.env.make_env``
 PARAMETERS = (  # retail's -T parameters
     "tasks", "stores", "days", "seed", "grouping", "supplier_attempts", "data", "slots", "reward", "max_turns",
     "invalid_turns", "memory", "prompts", "compact_catalog", "code_timeout", "explicit_news", "max_retries",
+    "ceiling",
 )  # fmt: skip
 POOLS: dict = {}  # {key: SessionPool}, one per env, params and pool options in this process
 _OPENING: dict = {}  # {event loop: asyncio.Lock} (opening_lock)
@@ -99,6 +101,7 @@ def retail(
     explicit_news: bool = False,
     solver: Solver | None = None,
     max_retries: int = MAX_RETRIES,
+    ceiling: bool = False,
     **unknown,
 ) -> Task:
     """RetailBench on rbjax: the tasks of the tasks file ``tasks`` (slices), or ``stores`` stores for ``days``
@@ -111,7 +114,9 @@ def retail(
     ``--code-timeout``, ``--news-text explicit``); solver: another agent instead of ``retail_agent``.
     max_retries: the model API's retries of a failed request (Inspect's own; ``--max-retries`` overrides it), so
     that a dead endpoint fails each sample within seconds (docs/inspect.md), not after Inspect's unlimited
-    retries. Every argument is checked before any sample starts: a bad or unknown one is a
+    retries. ceiling: full episodes also score their share of ``plan_obs`` and of the oracle (their rollouts on
+    the same stores and keys, played in a thread while the agents play: about 12 s a store per 180 days on 2
+    cores). Every argument is checked before any sample starts: a bad or unknown one is a
     ``TaskArgumentError`` (a ``ValueError``, and Inspect's ``PrerequisiteError``: one line, no traceback)
     naming ``-T NAME``."""
     if set(unknown) - {"model"}:  # Inspect passes every -T to a task that takes **kwargs, and its model
@@ -140,6 +145,10 @@ def retail(
         with argument("reward", reward):
             check_kind(reward)
         pool = dict(slots=slots, reward=reward, **options)
+        if ceiling:
+            raise TaskArgumentError(
+                "-T ceiling is for full episodes (-T stores=N): a slice has its own reward"
+            )
         with argument("tasks", tasks):
             dataset = slice_dataset(tasks, pool)
         return Task(dataset=dataset, solver=agent, scorer=session_reward(), config=config)
@@ -152,7 +161,7 @@ def retail(
     if grouping not in GROUPINGS:
         raise TaskArgumentError(f"-T grouping={grouping!r}: must be one of {', '.join(GROUPINGS)}")
     with argument("data", data):
-        dataset = episode_dataset(stores, env, dict(slots=slots, **options))
+        dataset = episode_dataset(stores, env, dict(slots=slots, **options), bool(ceiling))
     return Task(dataset=dataset, solver=agent, scorer=episode_metrics(), config=config)
 
 
@@ -207,9 +216,10 @@ def slice_dataset(path: str, pool: dict) -> MemoryDataset:
     return MemoryDataset(samples, name=os.path.basename(path))
 
 
-def episode_dataset(stores: int, env: dict, pool: dict) -> MemoryDataset:
+def episode_dataset(stores: int, env: dict, pool: dict, ceiling: bool = False) -> MemoryDataset:
     """One sample per store of a full-episode run of ``env`` (``episode_start``'s arguments); the store's task
-    is made when its pool opens. Metadata: the store, ``env`` and ``pool`` (the ``SessionPool`` options)."""
+    is made when its pool opens. Metadata: the store, ``env``, ``pool`` (the ``SessionPool`` options) and
+    ``ceiling`` (score the share of the agent's ceiling)."""
     from rbjax.env import OptionError
     from rbjax.lm.tasks import task_id
     from rbjax.runners.programs import env_and_params
@@ -224,7 +234,10 @@ def episode_dataset(stores: int, env: dict, pool: dict) -> MemoryDataset:
         Sample(
             id=task_id(EPISODE, seed, 0, s, days),
             input=f"Store {s} from its opening day ({date}) for {days} days, seed {seed}.",
-            metadata={"kind": "episode", "store": s, "stores": stores, "env": env, "pool": pool},
+            metadata={
+                "kind": "episode",
+                **dict(store=s, stores=stores, env=env, pool=pool, ceiling=ceiling),
+            },
         )
         for s in range(stores)
     ]
@@ -248,6 +261,17 @@ class Shared:
     pool: object
     loop: asyncio.AbstractEventLoop | None = None
     free: asyncio.Semaphore | None = None
+    references: asyncio.Future | None = None  # {policy: [stores] final net worth} of -T ceiling
+
+    def reference_finals(self, settings: dict) -> asyncio.Future:
+        """The ceiling's and the oracle's final net worth on the run's stores (``agents.analysis.ceiling``),
+        played once in a thread, started by the first sample that asks."""
+        from rbjax.agents.analysis.ceiling import reference_finals
+
+        loop = asyncio.get_running_loop()
+        if self.references is None or self.references.get_loop() is not loop:
+            self.references = loop.create_task(asyncio.to_thread(reference_finals, settings))
+        return self.references
 
     def slots(self) -> asyncio.Semaphore:
         """The semaphore of the pool's free slots on the running event loop (a new one for a new loop)."""
@@ -280,6 +304,8 @@ async def shared_pool(state: TaskState) -> tuple[Shared, object]:
             POOLS[key] = Shared(await asyncio.to_thread(make))
     shared = POOLS[key]
     if meta["kind"] == "episode":
+        if meta.get("ceiling"):  # played while the agents play
+            shared.reference_finals(env)
         start = next(iter(shared.pool.starts.values()))
         lm_task = task_of(start, meta["store"], start.horizon, "none", 0.0)
     return shared, lm_task
@@ -543,6 +569,22 @@ def episode_metrics():
         result = store_as(RetailResult)
         if result.metrics is None:
             raise RuntimeError(f"sample {state.sample_id}: its episode left no metrics (not played?)")
-        return Score(value=dict(result.metrics), metadata=result.info)
+        value = dict(result.metrics)
+        if state.metadata.get("ceiling"):
+            value |= await ceiling_shares(state, value["final_net_worth"])
+        return Score(value=value, metadata=result.info)
 
     return score
+
+
+async def ceiling_shares(state: TaskState, net_worth: float) -> dict:
+    """{``plan_obs_net_worth``, ``share_of_plan_obs``, ``oracle_net_worth``, ``share_of_oracle``}: the sample's
+    store's final net worth under each reference, and the agent's as a share of it (the mean over samples is
+    the mean of the stores' shares, as ``agents diagnose --ceiling`` prints it)."""
+    shared, _ = await shared_pool(state)
+    finals = await shared.reference_finals(dict(state.metadata["env"], stores=state.metadata["stores"]))
+    store, out = state.metadata["store"], {}
+    for name, final in finals.items():
+        out[f"{name}_net_worth"] = float(final[store])
+        out[f"share_of_{name}"] = net_worth / float(final[store]) if final[store] else float("nan")
+    return out
