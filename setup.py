@@ -17,7 +17,7 @@ SHIPPED = {
     "hard_v2": ROOT / "data" / "hard_v2",
     **{
         name: ROOT / "checkpoints" / name
-        for name in ("ppo_hard_v2", "distilled_hard_v2", "distilled_obs_hard_v2")
+        for name in ("ppo_hard_v2", "distilled_hard_v2", "distilled_obs_hard_v2", "distilled_belief_hard_v2")
     },
 }
 

@@ -1,6 +1,6 @@
 """The agent's ceiling: what is reachable with the agent's own information, beside the privileged references.
 
-    python benchmarks/ceiling.py [--stores 64] [--days 180]
+    python benchmarks/ceiling.py [--stores 64] [--days 180] [--information | --student]
 
 On the planner's held-out stores (``planner.HELD_OUT_SEED``, the same stores and keys as
 ``results/planner_heldout.json``), each policy once (its wall time includes compiling; one device per core):
@@ -8,7 +8,10 @@ the paper's oracle (reads the hidden quality and news), the honest oracle (the o
 ``honest_oracle``), and the observation-only planner (``plan_obs``: futures drawn from the belief). Every row is
 paired store by store with the oracle: the mean difference of final net worth with its 95 % t interval, and the
 share of stores ahead. The privileged planner's row is the recorded one (``planner_heldout.json``: the same
-stores, its own run), and the value of information is its mean minus the observation-only planner's.
+stores, its own run), and the value of information is its mean minus the observation-only planner's. The
+student of ``plan_obs`` (``distilled_belief``) is its last round's row of ``results/distill.json`` (the same
+stores and keys, trained and measured by ``benchmarks/distill.py --students belief``); ``--student`` merges it into
+the record alone.
 ``--information`` (a separate run, merged into the record): what each hidden field is worth alone, as the
 honest oracle's gain when that field is revealed to it (``REVEAL``: the true quality of today's quotes, the true
 news effects), and what knowing only which suppliers are good (tiers Q1-Q3) would be worth with the cheapest good
@@ -78,12 +81,42 @@ def information(env, params, keys, days: int) -> dict:
     }
 
 
+def student_row(args) -> dict:
+    """The student of ``plan_obs``: its last round's row of ``results/distill.json`` (same stores, keys, days)."""
+    rec = read("distill")
+    if (rec["stores"], rec["days"], rec["seed"]) != (args.stores, args.days, HELD_OUT_SEED):
+        raise SystemExit("distill.json is of other stores: run benchmarks/distill.py --students belief")
+    rounds = rec["recipe"][STUDENT]["rounds"]
+    row = rec["policies"][f"{STUDENT}, round {rounds - 1}"]
+    return dict(
+        mean=row["final_net_worth"]["mean"],
+        sd=row["final_net_worth"]["sd"],
+        survives=row["survives"],
+        vs_oracle=row["paired"],
+        of_oracle=row["of_oracle"],
+        us_per_store_day=row["us_per_store_day"],
+        of_oracle_wall=row["of_oracle_wall"],
+        source=f"results/distill.json, {STUDENT} round {rounds - 1} ({rec['commit'][:12]}, {rec['date']})",
+    )
+
+
+STUDENT = "distilled_belief"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--stores", type=int, default=64)
     ap.add_argument("--days", type=int, default=180)
     ap.add_argument("--information", action="store_true", help="each hidden field's worth, into the record")
+    ap.add_argument(
+        "--student", action="store_true", help="the student's row from distill.json, into the record"
+    )
     args = ap.parse_args()
+    if args.student:
+        record = read("ceiling")
+        record["student"] = student_row(args)
+        write("ceiling", record)
+        return
     rbjax.setup(cache="none")
     source = provenance(sys.argv, "benchmarks/ceiling.py")
     env = rbjax.Env()
@@ -133,6 +166,7 @@ def main() -> None:
             else "other stores",
         ),
         value_of_information=privileged - rows["plan_obs"]["mean"],
+        student=student_row(args),
     )
     print(record)
     write("ceiling", record)

@@ -1,12 +1,12 @@
 """The planner's students: the recipe trained, then every policy on held-out stores, paired with the oracle.
 
     python benchmarks/distill.py [--stores 64] [--days 180] [--rounds 3] [--ship] [--skip-planners]
-                                 [--students privileged,observed]
+                                 [--students privileged,observed,belief]
 
 1. Trains the ``--students`` with the default recipe (``rbjax.rl.distill.DistillConfig()``: 3 rounds of 256
    stores x 20 labeled mornings, the planner's defaults M = 4, H = 14, each round fitted on every round's labels)
-   on seeds 0 (privileged) and 1 (observed), on this machine's devices; ``--ship`` writes their checkpoints to
-   ``checkpoints/distilled_hard_v2`` and ``checkpoints/distilled_obs_hard_v2``. A student left out keeps its
+   on seeds 0 (privileged), 1 (observed) and 2 (belief: taught by ``plan_obs``), on this machine's devices;
+   ``--ship`` writes their checkpoints to ``checkpoints/`` (``SHIPPED``). A student left out keeps its
    rows, recipe and curve from the recorded ``distill.json``, with the provenance of the run that made them
    (``carried``).
 2. Runs on ``--stores`` held-out stores (``planner.HELD_OUT_SEED``: no round trained on it, no setting was chosen
@@ -36,6 +36,7 @@ import rbjax
 from rbjax.policies import OracleParams, PlanSettings, make_planner, oracle
 from rbjax.results import metrics
 from rbjax.rl.distill import DistillConfig, Student, StudentConfig, distill, save
+from rbjax.rl.distill.recipe import REGISTERED as NAMES
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from agent_tools import markdown_table  # noqa: E402
@@ -43,7 +44,8 @@ from planner import HELD_OUT_SEED, paired_row, timed_rollout  # noqa: E402
 from recorded import OUT, provenance, read, write  # noqa: E402
 
 CHECKPOINTS = Path(__file__).parents[1] / "checkpoints"
-SHIPPED = {True: "distilled_hard_v2", False: "distilled_obs_hard_v2"}
+SHIPPED = {kind: f"{name}_hard_v2" for kind, name in NAMES.items()}  # each kind's checkpoint folder
+SEEDS = {"privileged": 0, "observed": 1, "belief": 2}  # each kind's training seed
 
 
 def evaluate(
@@ -56,9 +58,6 @@ def evaluate(
         return metrics.store_metrics(rec), time.perf_counter() - start
     rec, _, _, wall = timed_rollout(env, policy, policy_params, params, keys, days)
     return metrics.store_metrics(rec), wall
-
-
-NAMES = {"privileged": "distilled", "observed": "distilled_obs"}
 
 
 def table_row(name: str, r: dict) -> dict:
@@ -111,7 +110,7 @@ def carry(kinds: set, record: dict, args) -> tuple[dict, dict, dict]:
             return row.startswith(f"{name}, round") or planner
 
         record |= {row: r for row, r in old["policies"].items() if of_student(row)}
-    order = ["oracle", "PPO", "distilled,", "distilled_obs", "planner"]
+    order = ["oracle", "PPO", "distilled,", "distilled_obs", "distilled_belief", "planner"]
     ranked = sorted(record, key=lambda row: next(i for i, o in enumerate(order) if row.startswith(o)))
     ordered = {row: record[row] for row in ranked}
     record.clear()
@@ -127,10 +126,10 @@ def main() -> None:
     ap.add_argument("--ship", action="store_true", help="write the students to checkpoints/")
     ap.add_argument("--skip-planners", action="store_true", help="leave out the planner with a student base")
     ap.add_argument(
-        "--students", default="privileged,observed", help="the students to train (comma-separated)"
+        "--students", default="privileged,observed,belief", help="the students to train (comma-separated)"
     )
     args = ap.parse_args()
-    kinds = {"privileged": True, "observed": False}
+    kinds = SEEDS
     chosen = args.students.split(",")
     if not chosen or any(k not in kinds for k in chosen):
         raise SystemExit(f"--students: a comma-separated subset of {', '.join(kinds)}, got {args.students!r}")
@@ -138,18 +137,15 @@ def main() -> None:
     source = provenance(sys.argv, "benchmarks/distill.py")  # the tree the run starts from
     env = rbjax.Env()
     train_params = env.default_params()
-    config = {
-        kinds[k]: DistillConfig(student=StudentConfig(privileged=kinds[k]), rounds=args.rounds)
-        for k in chosen
-    }
+    config = {k: DistillConfig(student=StudentConfig.of_kind(k), rounds=args.rounds) for k in chosen}
     trained, train_s = {}, {}
-    for privileged, cfg in config.items():
+    for kind, cfg in config.items():
         start = time.perf_counter()
-        last, curve, rounds = distill(env, train_params, cfg, seed=int(not privileged))
-        train_s[privileged] = time.perf_counter() - start
-        trained[privileged] = (curve, rounds)
+        last, curve, rounds = distill(env, train_params, cfg, seed=SEEDS[kind])
+        train_s[kind] = time.perf_counter() - start
+        trained[kind] = (curve, rounds)
         if args.ship:
-            save(CHECKPOINTS / SHIPPED[privileged], last, cfg, curve, env)
+            save(CHECKPOINTS / SHIPPED[kind], last, cfg, curve, env)
 
     params = env.default_params().replace(horizon=np.int32(args.days))
     keys = jax.random.split(jax.random.key(HELD_OUT_SEED), args.stores)
@@ -158,15 +154,14 @@ def main() -> None:
     rows["PPO (greedy, shipped)"] = evaluate(
         env, params, keys, args.days, *rbjax.policies.make("ppo", env, str(rbjax.PPO_CHECKPOINT), True)
     )
-    for privileged, (_, rounds) in trained.items():
-        name = "distilled" if privileged else "distilled_obs"
+    for kind, (_, rounds) in trained.items():
         for r, sp in enumerate(rounds):
-            rows[f"{name}, round {r}"] = evaluate(
-                env, params, keys, args.days, Student(config[privileged].student), sp
+            rows[f"{NAMES[kind]}, round {r}"] = evaluate(
+                env, params, keys, args.days, Student(config[kind].student), sp
             )
-    if not args.skip_planners and True in trained:
-        student = Student(config[True].student)
-        planner, pp = make_planner(env, PlanSettings(base=student), trained[True][1][-1])
+    if not args.skip_planners and "privileged" in trained:
+        student = Student(config["privileged"].student)
+        planner, pp = make_planner(env, PlanSettings(base=student), trained["privileged"][1][-1])
         rows[f"planner, base distilled round {args.rounds - 1}"] = evaluate(
             env, params, keys, args.days, planner, pp
         )
@@ -214,10 +209,7 @@ def main() -> None:
             "x oracle's time": f"{pp_row['wall_s'] / shipped_planner['policies']['oracle']['wall_s']:.0f}",
         },
     )
-    curves |= {
-        ("distilled" if p else "distilled_obs"): c.assign(train_s=train_s[p]).to_dict("records")
-        for p, (c, _) in trained.items()
-    }
+    curves |= {NAMES[k]: c.assign(train_s=train_s[k]).to_dict("records") for k, (c, _) in trained.items()}
     lines = [
         f"# The planner's students: {args.stores} held-out stores x {args.days} days (seed {HELD_OUT_SEED})",
         "",
@@ -242,7 +234,7 @@ def main() -> None:
         stores=args.stores,
         days=args.days,
         seed=HELD_OUT_SEED,
-        recipe=recipes | {("distilled" if p else "distilled_obs"): c.as_dict() for p, c in config.items()},
+        recipe=recipes | {NAMES[k]: c.as_dict() for k, c in config.items()},
         policies=record,
         curves=curves,
         carried=carried,

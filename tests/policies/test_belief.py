@@ -1,5 +1,6 @@
 """rbjax.policies.belief and belief_state: the copula prior against its law, the price tiers the quotes show,
-the posterior's calibration on simulated stores, and draws that keep what an agent sees.
+the diversity rule's roles against their enumeration, the posterior's calibration on simulated stores, and draws
+that keep what an agent sees.
 
 Calibration is measured on the mornings of 8 oracle-run stores x 40 days (about 1.1 million (product, supplier,
 tier) probabilities): in each bin of the posterior's probability with 1,000 or more entries, the frequency of the
@@ -7,6 +8,8 @@ truth lies within ``CALIBRATION_TOLERANCE`` of the bin's mean probability (the l
 0.07, in the 0.3-0.4 bin, where the diversity rule's forced Q1 supplier has any price tier, which the copula
 prior does not know). Its mean log-likelihood of the true tier: -1.40 against the copula prior's -1.85.
 """
+
+import itertools
 
 import jax
 import jax.numpy as jnp
@@ -63,6 +66,41 @@ def watched(env, params):
 
 
 @pytest.mark.slow
+def random_roles(products: int = 200, suppliers: int = 5):
+    """(weights [J, K, 3] of the roles Q1, (Q7, P5), other, some suppliers unable to be (Q7, P5), needs_bad
+    [J]): the rule needs a (Q7, P5) supplier where any can be one."""
+    logits = 2.0 * jax.random.normal(jax.random.key(0), (products, suppliers, 3))
+    can_bad = jax.random.uniform(jax.random.key(1), (products, suppliers)) < 0.4
+    able = jnp.stack([jnp.ones_like(can_bad), can_bad, jnp.ones_like(can_bad)], -1)
+    return jax.nn.softmax(jnp.where(able, logits, -jnp.inf), -1), can_bad.any(-1)
+
+
+def enumerated_marginals(w, needs_bad) -> np.ndarray:
+    """[J, K, 3] the roles' marginals under the rule, every one of the 3^K assignments weighed (float64)."""
+    w, K = np.asarray(w, np.float64), w.shape[1]
+    roles = np.array(list(itertools.product(range(3), repeat=K)))  # [3^K, K]
+    weight = np.prod(w[:, np.arange(K), roles], -1)  # [J, 3^K]
+    legal = (roles == 0).any(-1)[None] & ((roles == 1).any(-1)[None] | ~np.asarray(needs_bad)[:, None])
+    weight = weight * legal
+    weight /= weight.sum(-1, keepdims=True)
+    return np.stack([weight @ (roles == r) for r in range(3)], -1)
+
+
+def test_the_rules_roles_by_inclusion_exclusion_are_their_enumeration():
+    """``role_marginals`` equals the 3^K enumeration within 1e-4; 20,000 joint draws (``sample_roles``) keep the
+    rule every time and their frequencies match the marginals within 5 standard errors of the worst cell."""
+    w, needs_bad = random_roles()
+    want = enumerated_marginals(w, needs_bad)
+    np.testing.assert_allclose(np.asarray(B.role_marginals(w, needs_bad)), want, atol=1e-4)
+    belief = B.Belief(tier=None, price_tier=None, role_w=w, needs_bad=needs_bad, other=None)
+    n = 20_000
+    draws = np.asarray(jax.vmap(lambda k: B.sample_roles(belief, k))(jax.random.split(jax.random.key(2), n)))
+    assert (draws == 0).any(-1).all(), "a draw without a Q1 supplier"
+    assert ((draws == 1).any(-1) | ~np.asarray(needs_bad)).all(), "a draw without the (Q7, P5) supplier"
+    freq = np.stack([(draws == r).mean(0) for r in range(3)], -1)
+    assert np.abs(freq - want).max() < 5 * np.sqrt(0.25 / n)
+
+
 def test_the_price_tiers_the_quotes_show(watched):
     """The price tiers read from the quotes (the supply news' factor unknown) are the true ones for 97 % or more
     of (product, supplier) mornings (about 99 % measured; exact without a supply headline)."""

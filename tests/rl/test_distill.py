@@ -233,7 +233,7 @@ def test_train_distill_then_run_the_student_on_the_clis_devices(env, tiny_run, t
 
 @pytest.mark.slow
 @pytest.mark.skipif(not RESULTS.exists(), reason="benchmarks/distill.py has not recorded the students' rows")
-@pytest.mark.parametrize("name", ["distilled", "distilled_obs"])
+@pytest.mark.parametrize("name", ["distilled", "distilled_obs", "distilled_belief"])
 def test_shipped_students_reproduce_their_rows(env, params, name):
     """The shipped checkpoints on the first 4 of the held-out stores of ``benchmarks/results/distill.json`` end
     where that run's last-round rows say they did, store by store (4 of the 8 recorded: the golden records'

@@ -202,10 +202,11 @@ def _add_distill_flags(p: argparse.ArgumentParser, dd) -> None:
     """``train distill``'s own flags (``dd``: the default ``DistillConfig``)."""
     p.add_argument(
         "--student",
-        choices=["privileged", "observed"],
+        choices=["privileged", "observed", "belief"],
         default="privileged",
-        help="distill: what the student reads: the oracle's view (policy distilled) or the agent's observation "
-        "only (policy distilled_obs)",
+        help="distill: what the student reads: the oracle's view (policy distilled), the agent's observation "
+        "only (policy distilled_obs), or the belief from what the tools show, taught by plan_obs (policy "
+        "distilled_belief)",
     )
     p.add_argument("--rounds", type=int, default=dd.rounds, help="distill: rounds of play, label, fit")
     p.add_argument(

@@ -81,9 +81,7 @@ def distill_main(args) -> None:
             horizon=args.plan_horizon,
         )
         config = DistillConfig(
-            student=StudentConfig(
-                privileged=args.student == "privileged", hidden=args.hidden or d.student.hidden
-            ),
+            student=StudentConfig.of_kind(args.student, hidden=args.hidden or d.student.hidden),
             rounds=args.rounds,
             labels=labels,
             epochs=args.epochs or d.epochs,
@@ -111,5 +109,5 @@ def distill_main(args) -> None:
     )
     print(
         f"wrote {out}/config.json, student.msgpack, curve.csv (rbjax run --policy "
-        f"{REGISTERED[config.student.privileged]} --checkpoint {out})"
+        f"{REGISTERED[config.student.kind]} --checkpoint {out})"
     )

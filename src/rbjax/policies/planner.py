@@ -63,7 +63,7 @@ _BELIEF, _MOVES = 0x42454C49, 0x4D4F5645  # a future's hidden state, the supplie
 VIEWS = ("state", "agent")  # what a planner reads (``PlanSettings.view``)
 # the planner's students, which do not plan: a base by name, loaded from their shipped (or given) checkpoint by
 # ``rbjax.policies.make`` (policy iteration's next teacher: the planner on its last student)
-STUDENT_BASES = ("distilled", "distilled_obs")
+STUDENT_BASES = ("distilled", "distilled_obs", "distilled_belief")
 SUPPLIER_MOVES = 2  # the agent view's supplier candidates: a Thompson draw's best, the cheapest likely good
 
 

@@ -4,8 +4,9 @@ A policy is a pure ``policy(policy_params, obs, privileged, key) -> Action``; ``
 with its default params. ``ppo`` is the learned baseline: its params come from a checkpoint folder, read by
 the loader ``rbjax.rl`` provides (``register_learned``: the RL layer sits above this one). ``plan`` is the
 lookahead planner (``rbjax.policies.planner``): it simulates the store, so it is built for an env, with its
-settings (``PlanSettings``, declared with the planner). ``distilled`` and ``distilled_obs`` are its students
-(``rbjax.rl.distill``), loaded like ``ppo``, from the shipped checkpoints by default.
+settings (``PlanSettings``, declared with the planner). ``distilled`` and ``distilled_obs`` are its students,
+``distilled_belief`` the student of ``plan_obs`` (``rbjax.rl.distill``), loaded like ``ppo``, from the shipped
+checkpoints by default.
 """
 
 from __future__ import annotations
@@ -29,8 +30,9 @@ __all__ = [
 ]
 
 # policies whose params come from a checkpoint folder, loaded by a layer above this one: PPO, and the planner's
-# students (``rbjax.rl.distill``: ``distilled`` reads what the oracle reads, ``distilled_obs`` the observation only)
-LEARNED = ("ppo", "distilled", "distilled_obs")
+# students (``rbjax.rl.distill``: ``distilled`` reads what the oracle reads, ``distilled_obs`` the observation only,
+# ``distilled_belief`` the belief from what the tools show, taught by ``plan_obs``)
+LEARNED = ("ppo", "distilled", "distilled_obs", "distilled_belief")
 # policies that simulate the store they run, built for an env (``make(name, env)``): the planner on the true state,
 # and on what the tools show (``PlanSettings(view="agent")``)
 PLANNING = ("plan", "plan_obs")
@@ -71,7 +73,8 @@ def make(
     """(policy function, its params) for a registered ``name``.
 
     ``ppo`` needs ``env`` and a ``checkpoint`` folder (written by ``rbjax train ppo``); ``greedy`` takes
-    its most likely action instead of a sample. ``distilled`` and ``distilled_obs`` need ``env`` and take the
+    its most likely action instead of a sample. The students (``distilled``, ``distilled_obs``,
+    ``distilled_belief``) need ``env`` and take the
     shipped student where no ``checkpoint`` (written by ``rbjax train distill``) is given. ``plan`` needs
     ``env`` (the store it simulates) and takes its settings from ``plan`` (default ``PlanSettings()``);
     ``plan_obs`` too, in the agent's view (``PlanSettings.view = "agent"``). A planner whose base is a student's

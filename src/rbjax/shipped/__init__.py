@@ -22,8 +22,13 @@ def _first(*candidates: Path) -> Path:
 
 CATALOG = _first(_HERE / "hard_v2", _REPO / "data" / "hard_v2")
 PPO_CHECKPOINT = _first(_HERE / "ppo_hard_v2", _REPO / "checkpoints" / "ppo_hard_v2")
-# the planner's students (``rbjax train distill``): what ``--policy distilled`` and ``distilled_obs`` load
+# the planner's students (``rbjax train distill``): what ``--policy distilled``, ``distilled_obs`` and
+# ``distilled_belief`` load
 STUDENT_CHECKPOINTS = {
     name: _first(_HERE / folder, _REPO / "checkpoints" / folder)
-    for name, folder in (("distilled", "distilled_hard_v2"), ("distilled_obs", "distilled_obs_hard_v2"))
+    for name, folder in (
+        ("distilled", "distilled_hard_v2"),
+        ("distilled_obs", "distilled_obs_hard_v2"),
+        ("distilled_belief", "distilled_belief_hard_v2"),
+    )
 }

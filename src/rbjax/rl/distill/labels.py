@@ -8,6 +8,11 @@ on with a stronger policy than the last: approximate policy iteration with a rol
 step (Deep Controlled Learning). The planner is the honest one: its futures redraw every draw the store made for
 later days (``rbjax.model.future_draws``).
 
+The belief student's teacher is the observation-only planner (``PlanSettings(view="agent")``, ``plan_obs``): each
+future starts from a draw of the belief, and the futures play on with the oracle on that draw, as ``plan_obs``
+does (a student that computes a belief on every simulated day would cost about five times as much), so the
+teacher sees what the student sees, and its labels do not follow the rounds' students.
+
 The days between are played by the current policy, except that on a share ``explore`` of store-days a uniformly
 random candidate is played instead, so the labeled mornings are varied. Stores are split over the devices
 (``runners.placement``); the keys follow ``kernels.rng.day_keys``, as every runner's do.
@@ -26,6 +31,7 @@ import numpy as np
 
 from rbjax.env import Env
 from rbjax.kernels.rng import day_keys
+from rbjax.policies.oracle import oracle
 from rbjax.policies.planner import Planner, PlanSettings, future_keys
 from rbjax.rl.distill.student import Student
 from rbjax.runners.placement import mesh_map, place, specs
@@ -55,11 +61,6 @@ class LabelSettings:
             raise ValueError(f"LabelSettings.label_days ({self.label_days}) exceeds days ({self.days})")
         if not 0.0 <= self.explore <= 1.0:
             raise ValueError(f"LabelSettings.explore must be in [0, 1], got {self.explore!r}")
-
-    @property
-    def simulated_per_label(self) -> int:
-        """Store-days the planner simulates per labeled morning, for C = 9 candidates: C x M x H."""
-        return 9 * self.futures * self.horizon
 
 
 @dataclasses.dataclass
@@ -114,8 +115,12 @@ def collect(
     keys = jax.random.split(k_stores, n)
     rng = np.random.default_rng(np.asarray(jax.random.key_data(k_days)).astype(np.uint64).sum())
     label_days = set(rng.choice(settings.days, settings.label_days, replace=False).tolist())
-    planner = Planner(env, PlanSettings(base=policy, futures=settings.futures, horizon=settings.horizon))
+    plan = PlanSettings(base=policy, futures=settings.futures, horizon=settings.horizon)
     plan_params = moves.replace(base=policy_params)
+    if student.config.belief:  # plan_obs: the belief's draws, then the oracle on them
+        plan, plan_params = dataclasses.replace(plan, base=oracle, view="agent"), moves
+    planner = Planner(env, plan)
+    C = student.candidates(moves)
 
     def play(state, obs, key, day, policy_params):
         k_pol, k_env = day_keys(key, day)
@@ -128,7 +133,7 @@ def collect(
         else:
             action = policy(policy_params, obs, privileged, k_pol)
         k_coin, k_pick = jax.random.split(jax.random.fold_in(k_pol, _EXPLORE))
-        pick = jax.random.randint(k_pick, (), 0, moves.moves)
+        pick = jax.random.randint(k_pick, (), 0, C)
         explore = jax.random.uniform(k_coin) < settings.explore
         random_one = jax.tree.map(lambda x: x[pick], candidates)
         action = jax.tree.map(lambda a, b: jnp.where(explore, b, a), action, random_one)
@@ -164,9 +169,5 @@ def collect(
         values=cat(3),
         day=np.concatenate([np.full(settings.stores, o[4], np.int32) for o in out]),
         seconds=time.perf_counter() - start,
-        simulated_store_days=settings.stores
-        * settings.label_days
-        * moves.moves
-        * settings.futures
-        * settings.horizon,
+        simulated_store_days=settings.stores * settings.label_days * C * settings.futures * settings.horizon,
     )

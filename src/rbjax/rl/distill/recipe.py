@@ -79,7 +79,7 @@ def fit(
     held, train = order[: max(1, n // 10)], order[max(1, n // 10) :]
     held = held[held >= new_from] if (held >= new_from).any() else held  # scored: new labels never fitted
     data = dict(products=labels.products, store=labels.store, mask=labels.mask, best=labels.best)
-    net = student.net(params.moves.moves)
+    net = student.net(student.candidates(params.moves))
     tx = optax.adam(config.lr)
     opt = tx.init(params.net)
 
@@ -202,7 +202,8 @@ def load(path: str | Path, env: Env) -> tuple[StudentParams, DistillConfig]:
     return params, config
 
 
-REGISTERED = {True: "distilled", False: "distilled_obs"}  # the registry's name of each kind of student
+# the registry's name of each kind of student (``StudentConfig.kind``)
+REGISTERED = {"privileged": "distilled", "observed": "distilled_obs", "belief": "distilled_belief"}
 
 
 def load_policy(env: Env, checkpoint: str | Path, greedy: bool = False, expect: str | None = None):
@@ -210,7 +211,7 @@ def load_policy(env: Env, checkpoint: str | Path, greedy: bool = False, expect: 
     them (a student is deterministic: ``greedy`` changes nothing); ``expect``: the registry's name asked for,
     refused when the checkpoint holds the other kind of student."""
     params, config = load(checkpoint, env)
-    name = REGISTERED[config.student.privileged]
+    name = REGISTERED[config.student.kind]
     if expect is not None and expect != name:
         kind = config.student.kind
         raise ValueError(f"checkpoint {checkpoint} holds a {kind} student: load it as the policy {name!r}")
