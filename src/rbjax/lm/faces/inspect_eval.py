@@ -120,8 +120,7 @@ def retail(
     ``TaskArgumentError`` (a ``ValueError``, and Inspect's ``PrerequisiteError``: one line, no traceback)
     naming ``-T NAME``."""
     if set(unknown) - {"model"}:  # Inspect passes every -T to a task that takes **kwargs, and its model
-        name = sorted(set(unknown) - {"model"})[0]
-        known = ", ".join(p for p in PARAMETERS)
+        name, known = sorted(set(unknown) - {"model"})[0], ", ".join(PARAMETERS)
         raise TaskArgumentError(f"-T {name}: rbjax/retail has no such parameter (its parameters: {known})")
     with argument("max_retries", max_retries):
         need_count("max_retries", max_retries + 1, whole=True)  # 0 or more
