@@ -48,8 +48,7 @@ def revealed(field: str):
     from rbjax.policies import belief_state, oracle
 
     def policy(params, obs, privileged, key=None):
-        seen, public, belief = belief_state.belief_of(privileged.state, privileged.params)
-        view = belief_state.honest_view(seen, public, belief, obs.category)
+        *_, view = belief_state.honest_of(privileged, obs.category, "the honest oracle")
         if field == "quality":
             view = view.replace(quote_quality=privileged.quote_quality)
         elif field == "news":

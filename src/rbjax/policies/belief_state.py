@@ -130,3 +130,15 @@ def belief_of(state: EnvState, params: EnvParams) -> tuple[EnvState, EnvParams, 
     """(the visible state, the public params, the belief): what the observation-only policies start from."""
     seen, public = visible(state), public_params(params)
     return seen, public, posterior(seen, public)
+
+
+def honest_of(
+    privileged: Privileged, category, reader: str
+) -> tuple[EnvState, EnvParams, Belief, Privileged]:
+    """(the visible state, the public params, the belief, ``honest_view``) of ``privileged`` (``Env.privileged``:
+    its state and params are read only through ``belief_of``); ValueError naming ``reader`` where they are
+    missing. category: [J] (``Observation.category``)."""
+    if privileged.state is None or privileged.params is None:
+        raise ValueError(f"{reader} reads the visible state: call it with env.privileged(state, params)")
+    seen, public, belief = belief_of(privileged.state, privileged.params)
+    return seen, public, belief, honest_view(seen, public, belief, category)

@@ -16,7 +16,5 @@ from rbjax.state import Action, Observation, Privileged
 def honest_oracle(params: OracleParams, obs: Observation, privileged: Privileged, key=None) -> Action:
     """One day of the oracle's rules on the belief. privileged: ``Env.privileged`` (its ``state`` and ``params``
     are read only through ``belief_state.belief_of``, which masks every hidden field)."""
-    if privileged.state is None or privileged.params is None:
-        raise ValueError("honest_oracle reads the visible state: call it with env.privileged(state, params)")
-    seen, public, belief = belief_state.belief_of(privileged.state, privileged.params)
-    return oracle(params, obs, belief_state.honest_view(seen, public, belief, obs.category), key)
+    *_, view = belief_state.honest_of(privileged, obs.category, "honest_oracle")
+    return oracle(params, obs, view, key)

@@ -310,8 +310,7 @@ class Planner:
         k_base, k_plan = jax.random.split(key)
         today = privileged
         if self.settings.view == "agent":  # today's base action reads the belief, not the truth
-            seen, public, belief = belief_state.belief_of(privileged.state, privileged.params)
-            view = belief_state.honest_view(seen, public, belief, obs.category)
+            seen, public, _, view = belief_state.honest_of(privileged, obs.category, "the planner")
             today = view.replace(state=seen, params=public)  # a base that reads the belief computes it again
         base = self.base(params.base, obs, today, k_base)
         every = self.settings.every

@@ -47,12 +47,7 @@ def read(
     Features: of the supplier the anchor orders from, the belief's probability it is good, its mean quality / 5,
     its quote against the day's dearest, and today's news effects at their mean strength; of each move's
     supplier, the probability it is good and the log of its quote over the anchor's supplier's."""
-    if privileged.state is None or privileged.params is None:
-        raise ValueError(
-            "the belief student reads the visible state: call it with env.privileged(state, params)"
-        )
-    seen, public, belief = belief_state.belief_of(privileged.state, privileged.params)
-    view = belief_state.honest_view(seen, public, belief, obs.category)
+    _, public, belief, view = belief_state.honest_of(privileged, obs.category, "the belief student")
     anchor = oracle(params, obs, view)  # the honest oracle, on this one belief
     moves = supplier_moves(belief, obs)
     f = obs.prices.dtype
