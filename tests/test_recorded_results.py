@@ -227,3 +227,29 @@ def test_the_agents_ceiling_is_the_recorded_one():
             f"| {field} | {worth['mean']:,.0f} | {gain['diff']:+,.0f} ({gain['low']:+,.0f} .. {gain['high']:+,.0f}) |"
             in docs
         ), field
+
+
+@pytest.mark.skipif(
+    not (RESULTS / "finetune.json").exists(), reason="benchmarks/finetune.py has not been run"
+)
+def test_the_fine_tunes_rows_and_noise_are_the_recorded_ones():
+    """docs/rl.md's table of fine-tuned students (benchmarks/finetune.py) and of what stands in their way
+    (benchmarks/finetune_noise.py)."""
+    rec, noise = record("finetune.json"), record("finetune_noise.json")
+    docs = (ROOT / "docs" / "rl.md").read_text()
+    for name, row in rec["policies"].items():
+        vs = row["vs_start"]
+        paired = f"{vs['diff']:+,.0f} ({vs['low']:+,.0f} .. {vs['high']:+,.0f})".replace("+-", "-")
+        paired = "" if name.startswith("distilled") else f" {paired}"
+        want = f"| {name} | {pm(row['final_net_worth'])} | {row['of_oracle']:.1%} |{paired} |".replace(
+            "%", " %"
+        )
+        assert want in docs, want
+        if "train_s" in row:
+            assert f"{row['train_s']:,.0f} s for" in docs and f"{row['gain_per_hour']:+,.0f}" in docs, name
+    belief, privileged = (noise["students"][n] for n in ("distilled_belief", "distilled"))
+    for field, fmt in (("final_net_worth_sd", "{:,.0f}"), ("days_choosing_differently", "{:.0%}")):
+        cell = f"| {fmt.format(belief[field])} | {fmt.format(privileged[field])} |".replace("%", " %")
+        assert cell in docs, (field, cell)
+    for field in ("same_market_difference_sd", "paired_return_difference_sd", "return_sd"):
+        assert f"| {belief[field]:,.0f} | {privileged[field]:,.0f} |" in docs, field

@@ -59,8 +59,9 @@ def _load_student(name: str):
 
 
 policies.registry.register_learned("ppo", _load_ppo)  # policies sit below rl: the root wires rl's loader in
-for _name, _folder in STUDENT_CHECKPOINTS.items():
-    policies.registry.register_learned(_name, _load_student(_name), shipped=str(_folder))
+for _name in policies.registry.LEARNED[1:]:  # the students, distilled and fine-tuned
+    _folder = STUDENT_CHECKPOINTS.get(_name)
+    policies.registry.register_learned(_name, _load_student(_name), shipped=_folder and str(_folder))
 
 
 def setup(devices: int | None = None, cache: str | None = "default") -> None:

@@ -4,6 +4,7 @@
   rbjax oracle --stores 1000 --days 180        the paper's oracle, main-table metrics beside the paper's row
   rbjax run --policy base_stock --stores 64    a baseline policy, same metrics
   rbjax train ppo --stores 512 --steps 2000000 --out runs/ppo    PPO, one jit; checkpoint + learning curve
+  rbjax train ppo --init distilled_belief                       a student fine-tuned with the reward
   rbjax eval --policy ppo --checkpoint runs/ppo --stores 128     a trained or shipped policy, same metrics
   rbjax sweep --multiplier 2,4,6 --shelf 30,40 --seeds 64 --out results/   CSV + PNG per metric
   rbjax bench [--quick|--program|--profile]   throughput, program sizes, kernel profile (benchmarks/out)
@@ -144,12 +145,14 @@ def _add_sweep(sub) -> None:
 
 def _add_train(sub) -> None:
     from rbjax.rl.distill.recipe import DistillConfig
+    from rbjax.rl.finetune import FinetuneConfig
     from rbjax.rl.ppo import PPOConfig
 
-    d, dd = PPOConfig(), DistillConfig()
+    d, dd, df = PPOConfig(), DistillConfig(), FinetuneConfig()
     doc = (
         "train a learned policy: PPO (one jit), or a student of the lookahead planner (distill: rounds of "
-        "approximate policy iteration); a checkpoint and its curve"
+        "approximate policy iteration), or a student fine-tuned with PPO over its own choice (ppo --init STUDENT); "
+        "a checkpoint and its curve"
     )
     p = command(sub, "train", help=doc, description=doc)
     p.add_argument("algorithm", choices=["ppo", "distill"], help="the learning algorithm")
@@ -160,7 +163,14 @@ def _add_train(sub) -> None:
         help=f"stores trained in parallel (ppo: {d.num_envs}; distill: stores played a round, "
         f"{dd.labels.stores})",
     )
-    p.add_argument("--steps", type=int, default=d.total_steps, help="ppo: store-days of experience in total")
+    p.add_argument(
+        "--steps",
+        type=int,
+        default=None,
+        help=f"ppo: store-days of experience in total ({d.total_steps:,}; from a student: "
+        f"{df.updates * df.stores * df.copies * 180:,}, {df.updates} updates of --stores x {df.copies} copies x "
+        "--days)",
+    )
     p.add_argument(
         "--rollout-days", type=int, default=d.num_steps, help="ppo: days per store between updates"
     )
@@ -171,7 +181,9 @@ def _add_train(sub) -> None:
         help=f"passes over each rollout per update (ppo: {d.epochs}) or over a round's labels (distill: "
         f"{dd.epochs})",
     )
-    p.add_argument("--minibatches", type=int, default=d.minibatches, help="ppo: minibatches per epoch")
+    p.add_argument(
+        "--minibatches", type=int, default=None, help=f"ppo: minibatches per epoch ({d.minibatches})"
+    )
     p.add_argument(
         "--lr", type=float, default=None, help=f"Adam learning rate (ppo: {d.lr}, annealed; distill: {dd.lr})"
     )
@@ -181,7 +193,9 @@ def _add_train(sub) -> None:
         default=None,
         help=f"width of the network's hidden layers (ppo: {d.hidden}; distill: {dd.student.hidden})",
     )
-    p.add_argument("--ent-coef", type=float, default=d.ent_coef, help="ppo: entropy bonus coefficient")
+    p.add_argument(
+        "--ent-coef", type=float, default=None, help=f"ppo: entropy bonus coefficient ({d.ent_coef})"
+    )
     p.add_argument(
         "--supplier-prior",
         type=float,
@@ -191,11 +205,43 @@ def _add_train(sub) -> None:
     _add_distill_flags(p, dd)
     p.add_argument("--progress", type=int, default=10, help="ppo: progress line every N updates (0: none)")
     p.add_argument(
-        "--init", default=None, metavar="RUN_DIR", help="ppo: continue from a checkpoint's weights"
+        "--init",
+        default=None,
+        metavar="RUN_DIR|STUDENT",
+        help="ppo: continue from a PPO checkpoint's weights, or fine-tune a student with PPO over its own "
+        "choice: a student's name (distilled, distilled_obs, distilled_belief: the shipped one) or a folder of "
+        "`rbjax train distill` (docs/rl.md, 'RL past the students')",
     )
+    _add_finetune_flags(p)
     p.add_argument("--out", default=None, help="run folder: checkpoint and curve (default runs/ALGORITHM)")
     add_env_flags(p)
     p.set_defaults(func=train.main)
+
+
+def _add_finetune_flags(p: argparse.ArgumentParser) -> None:
+    """``train ppo --init STUDENT``'s own flags (the fine-tune's recipe, ``rbjax.rl.finetune.FinetuneConfig``)."""
+    from rbjax.rl.finetune import FinetuneConfig
+
+    df = FinetuneConfig()
+    g = p.add_argument_group("fine-tuning a student (train ppo --init STUDENT)")
+    g.add_argument(
+        "--critic-updates",
+        type=int,
+        default=df.critic_updates,
+        help="updates that train the critic alone before the actor moves",
+    )
+    g.add_argument(
+        "--kl-coef",
+        type=float,
+        default=df.kl_coef,
+        help="weight of the KL term toward the start when the actor starts, annealed to 0",
+    )
+    g.add_argument(
+        "--eval-every",
+        type=int,
+        default=df.eval_every,
+        help="updates between evaluations on the validation stores",
+    )
 
 
 def _add_distill_flags(p: argparse.ArgumentParser, dd) -> None:

@@ -12,22 +12,27 @@ from rbjax.cli.common import fail, make_env, said
 def main(args) -> None:
     if args.algorithm == "distill":
         return distill_main(args)
+    if args.init and _is_student(args.init):
+        from rbjax.cli.finetune import main as finetune_main
+
+        return finetune_main(args)
     from rbjax.rl.ppo import PPOConfig
     from rbjax.rl.train import load, train_ppo
 
     env, params = make_env(args)
     d = PPOConfig()
     args.out = args.out or "runs/ppo"
+    given = lambda value, default: default if value is None else value  # noqa: E731
     try:
         config = PPOConfig(
             num_envs=args.stores or d.num_envs,
             num_steps=args.rollout_days,
-            total_steps=args.steps,
+            total_steps=given(args.steps, d.total_steps),
             epochs=args.epochs or d.epochs,
-            minibatches=args.minibatches,
+            minibatches=given(args.minibatches, d.minibatches),
             lr=args.lr or d.lr,
             hidden=args.hidden or d.hidden,
-            ent_coef=args.ent_coef,
+            ent_coef=given(args.ent_coef, d.ent_coef),
             supplier_prior=args.supplier_prior,
         )
     except ValueError as e:
@@ -59,6 +64,13 @@ def main(args) -> None:
         f"({result.store_days_per_s:,.0f} store-days/s, compile {result.compile_s:.0f} s); {episodes}"
     )
     print(f"wrote {args.out}/config.json, policy.msgpack, curve.csv, curve.png")
+
+
+def _is_student(init: str) -> bool:
+    """Whether ``--init`` names a student (its registry name, or a folder holding one) rather than a PPO run."""
+    from rbjax.rl.finetune.checkpoint import STARTS
+
+    return init in STARTS or (Path(init) / "student.msgpack").is_file()
 
 
 def distill_main(args) -> None:
@@ -105,7 +117,8 @@ def distill_main(args) -> None:
     print(
         f"distill: {config.rounds} rounds, {int(curve.labels.sum()):,} labels, "
         f"{int(curve.simulated_store_days.sum()):,} simulated store-days in {curve.round_s.sum():.0f} s; last "
-        f"round: agreement with the planner {last.agreement:.0%}, gain kept {last.gain_kept:.0%}"
+        f"round: agreement with the planner {last.agreement:.0%}, gain kept "
+        f"{'n/a (no gain to keep)' if math.isnan(last.gain_kept) else format(last.gain_kept, '.0%')}"
     )
     print(
         f"wrote {out}/config.json, student.msgpack, curve.csv (rbjax run --policy "

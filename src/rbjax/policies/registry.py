@@ -32,7 +32,16 @@ __all__ = [
 # policies whose params come from a checkpoint folder, loaded by a layer above this one: PPO, and the planner's
 # students (``rbjax.rl.distill``: ``distilled`` reads what the oracle reads, ``distilled_obs`` the observation only,
 # ``distilled_belief`` the belief from what the tools show, taught by ``plan_obs``)
-LEARNED = ("ppo", "distilled", "distilled_obs", "distilled_belief")
+# the students fine-tuned with the environment's reward (``rbjax.rl.finetune``: ``rbjax train ppo --init STUDENT``)
+LEARNED = (
+    "ppo",
+    "distilled",
+    "distilled_obs",
+    "distilled_belief",
+    "finetuned",
+    "finetuned_obs",
+    "finetuned_belief",
+)
 # policies that simulate the store they run, built for an env (``make(name, env)``): the planner on the true state,
 # and on what the tools show (``PlanSettings(view="agent")``)
 PLANNING = ("plan", "plan_obs")
@@ -99,7 +108,14 @@ def make(
         raise ValueError(f"unknown policy {name!r}; known: {', '.join(NAMES)}")
     checkpoint = checkpoint or _SHIPPED.get(name)
     if not checkpoint:
-        raise ValueError(f"policy {name!r} needs a checkpoint folder (written by `rbjax train {name}`)")
+        writer = (
+            "ppo --init STUDENT"
+            if name.startswith("finetuned")
+            else "distill"
+            if "distilled" in name
+            else name
+        )
+        raise ValueError(f"policy {name!r} needs a checkpoint folder (written by `rbjax train {writer}`)")
     if env is None:
         raise ValueError(f"policy {name!r} needs the env it acts in")
     if name not in _LOADERS:

@@ -111,6 +111,36 @@ def plot_learning_curve(curve: pd.DataFrame):
     return fig
 
 
+def plot_finetune_curve(curve: pd.DataFrame, start: float | None = None):
+    """A fine-tune's curve (``rbjax.rl.finetune``): the greedy policy's mean final net worth on the validation
+    stores and the sampled episodes' against store-days, and the KL to the start with its weight.
+
+    curve: ``finetune``'s curve or its curve.csv; start: a reference line (the student's own evaluation, the
+    first row's when None). A dotted line marks where the critic's warm-up ends and the actor starts."""
+    fig, axes = _figure(ncols=2, width=10.0)
+    x = curve["store_days"]
+    known = curve["eval_net_worth"].notna()
+    axes[0].plot(
+        x[known], curve["eval_net_worth"][known], marker="o", lw=1.5, label="greedy, validation stores"
+    )
+    axes[0].plot(x, curve["episode_net_worth"], lw=1, alpha=0.6, label="sampled, training episodes")
+    start = curve["eval_net_worth"].iloc[0] if start is None else start
+    axes[0].axhline(start, color="grey", ls="--", lw=1, label="the start (the student)")
+    axes[0].set_ylabel("mean final net worth")
+    axes[1].plot(x, curve["kl_to_start"], color="C2", label="KL(start || now)")
+    ax2 = axes[1].twinx()
+    ax2.plot(x, curve["kl_coef"], color="C3", lw=1, alpha=0.7, label="its weight (right axis)")
+    on = curve.index[curve["actor_on"].fillna(False).astype(bool)]
+    for ax in axes:
+        ax.set_xlabel("store-days")
+        if len(on):
+            ax.axvline(x[on[0]], color="black", ls=":", lw=1, label="the actor starts")
+    axes[0].legend(fontsize="small")
+    handles = [h for ax in (axes[1], ax2) for h in ax.get_legend_handles_labels()[0]]
+    ax2.legend(handles=handles, fontsize="small")
+    return fig
+
+
 def plot_survival(
     curves: dict[str, np.ndarray], stores: dict[str, int] | None = None, title: str | None = None
 ):

@@ -93,7 +93,9 @@ def fit(
         upd, opt = tx.update(grad, opt, w)
         return optax.apply_updates(w, upd), opt, loss
 
-    w, rng, losses = params.net, np.random.default_rng(0), []
+    # the epochs' shuffles follow the key too (a second stream of it: the held-out split above is the first)
+    rng = np.random.default_rng(int(jax.random.randint(jax.random.fold_in(key, 1), (), 0, 2**31 - 1)))
+    w, losses = params.net, []
     for _ in range(config.epochs):
         perm = rng.permutation(train)
         for i in range(0, len(perm) - config.batch + 1, config.batch):
@@ -102,7 +104,8 @@ def fit(
     pick = np.asarray(jnp.argmax(net.apply(w, *(data[k][held] for k in ("products", "store", "mask"))), -1))
     v = labels.values[held]
     gain = v.max(-1) - v[:, 0]
-    kept = (v[np.arange(len(held)), pick] - v[:, 0]).sum() / max(gain.sum(), 1e-9)
+    # NaN where the planner found no gain on the held-out labels (a share of nothing is not a number)
+    kept = (v[np.arange(len(held)), pick] - v[:, 0]).sum() / gain.sum() if gain.sum() > 1e-6 else float("nan")
     stats = dict(
         train_loss=float(np.mean(losses[-10:])) if losses else float("nan"),
         agreement=float((pick == labels.best[held]).mean()),
@@ -151,7 +154,8 @@ def distill(
             progress(
                 f"round {r}: {s['labels']:,} new labels in {s['label_s']:.0f} s, the planner departs from the anchor "
                 f"on {s['planner_departs']:.0%}; held out: agreement {s['agreement']:.0%}, gain kept "
-                f"{s['gain_kept']:.0%} ({s['round_s']:.0f} s)"
+                f"{'n/a (no gain to keep)' if np.isnan(s['gain_kept']) else format(s['gain_kept'], '.0%')} "
+                f"({s['round_s']:.0f} s)"
             )
         policy, policy_params = student, current
     return current, pd.DataFrame(rows), rounds
@@ -204,15 +208,19 @@ def load(path: str | Path, env: Env) -> tuple[StudentParams, DistillConfig]:
 
 # the registry's name of each kind of student (``StudentConfig.kind``)
 REGISTERED = {"privileged": "distilled", "observed": "distilled_obs", "belief": "distilled_belief"}
+# ... and once fine-tuned with the environment's reward (``rbjax.rl.finetune``): the same network, other weights
+FINETUNED = {"privileged": "finetuned", "observed": "finetuned_obs", "belief": "finetuned_belief"}
 
 
 def load_policy(env: Env, checkpoint: str | Path, greedy: bool = False, expect: str | None = None):
     """(the student, its params) from a checkpoint folder, as ``rbjax.policies.make("distilled", ...)`` gives
     them (a student is deterministic: ``greedy`` changes nothing); ``expect``: the registry's name asked for,
-    refused when the checkpoint holds the other kind of student."""
+    refused when the checkpoint holds another kind of student."""
     params, config = load(checkpoint, env)
-    name = REGISTERED[config.student.kind]
-    if expect is not None and expect != name:
-        kind = config.student.kind
-        raise ValueError(f"checkpoint {checkpoint} holds a {kind} student: load it as the policy {name!r}")
+    kind = config.student.kind
+    names = (REGISTERED[kind], FINETUNED[kind])  # a kind's student loads as either, distilled or fine-tuned
+    if expect is not None and expect not in names:
+        raise ValueError(
+            f"checkpoint {checkpoint} holds a {kind} student: load it as the policy {names[0]!r} or {names[1]!r}"
+        )
     return Student(config.student), params

@@ -1,0 +1,80 @@
+"""``rbjax train ppo --init STUDENT``: fine-tune a student with PPO over its own choice among its candidates
+(``rbjax.rl.finetune``); a student's checkpoint with the fine-tune's curve."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from rbjax.cli.common import fail, make_env, said
+
+
+def config_of(args, days: int):
+    """The ``FinetuneConfig`` the flags ask for (ValueError naming the field)."""
+    from rbjax.rl.finetune import FinetuneConfig
+
+    d = FinetuneConfig()
+    stores = args.stores or d.stores
+    updates = d.updates if args.steps is None else args.steps // (stores * d.copies * days)
+    if updates < 1:
+        raise ValueError(
+            f"--steps {args.steps} is below one update ({stores} stores x {d.copies} copies x {days} days)"
+        )
+    return FinetuneConfig(
+        stores=stores,
+        updates=updates,
+        epochs=args.epochs or d.epochs,
+        minibatches=args.minibatches or d.minibatches,
+        lr=args.lr or d.lr,
+        ent_coef=d.ent_coef if args.ent_coef is None else args.ent_coef,
+        critic_updates=min(args.critic_updates, updates - 1),
+        kl_coef=args.kl_coef,
+        eval_every=args.eval_every,
+    )
+
+
+def main(args) -> None:
+    from rbjax.rl.finetune import finetune
+    from rbjax.rl.finetune.checkpoint import FINETUNED, save, start_of
+
+    if args.hidden:
+        raise fail("train: --hidden: a fine-tune keeps its student's network (see `rbjax train --help`)")
+    try:
+        config = config_of(args, args.days)
+    except ValueError as e:
+        raise fail(f"train: {said(e)}") from None
+    env, params = make_env(args)
+    try:
+        student, start, recipe, folder = start_of(env, args.init)
+    except ValueError as e:
+        raise fail(f"train: --init: {said(e)}") from None
+    out = Path(args.out or f"runs/{FINETUNED[student.config.kind]}")
+    try:  # before any work: a run of minutes must not end on an unwritable folder
+        out.mkdir(parents=True, exist_ok=True)
+        (out / ".rbjax-write-test").touch()
+        (out / ".rbjax-write-test").unlink()
+    except OSError as e:
+        raise fail(f"train: --out {out}: not a writable folder ({e.strerror or e})") from None
+    every = max(args.progress, 0)
+    say = lambda line: print(line, file=sys.stderr, flush=True)  # noqa: E731
+    say(
+        f"fine-tune of {args.init} ({student.config.kind} student): {config.updates} updates of {config.stores} "
+        f"stores x {args.days} days, the first {config.critic_updates} the critic's alone; compiling ..."
+    )
+    tuned, curve = finetune(
+        env, params, student, start, config, args.seed, say if every else None, every=every
+    )
+    try:
+        save(out, tuned, recipe, config, folder, curve, env)
+    except FloatingPointError as e:
+        raise fail(f"train: {said(e)}") from None
+    first, last = curve.eval_net_worth.iloc[0], curve.eval_net_worth.iloc[-1]
+    print(
+        f"fine-tune: {config.updates} updates, {int(curve.store_days.iloc[-1]):,} store-days in "
+        f"{curve.wall_s.iloc[-1]:.0f} s (compiling included); greedy on {config.eval_stores} validation stores: "
+        f"{first:,.0f} at the start, {last:,.0f} at the end"
+    )
+    name = FINETUNED[student.config.kind]
+    print(
+        f"wrote {out}/config.json, student.msgpack, curve.csv, curve.png (rbjax run --policy {name} --checkpoint {out})"
+    )
