@@ -19,6 +19,12 @@ SHIPPED = {
         name: ROOT / "checkpoints" / name
         for name in ("ppo_hard_v2", "distilled_hard_v2", "distilled_obs_hard_v2", "distilled_belief_hard_v2")
     },
+    # the fine-tuned students, where one was shipped (benchmarks/finetune.py --ship: only one that beat its start)
+    **{
+        path.name: path
+        for path in sorted((ROOT / "checkpoints").glob("finetuned*_hard_v2"))
+        if (path / "student.msgpack").is_file()
+    },
 }
 
 

@@ -20,7 +20,7 @@ from rbjax import policies
 from rbjax.policies import belief_state
 from rbjax.rl.distill import DistillConfig, Student, StudentConfig
 from rbjax.rl.distill import save as save_student
-from rbjax.rl.finetune import FinetuneConfig, finetune
+from rbjax.rl.finetune import FinetuneConfig, experience, finetune
 from rbjax.rl.finetune import update as U
 from rbjax.rl.finetune.checkpoint import finetuned, save
 from rbjax.rl.finetune.experience import hidden_features
@@ -63,12 +63,29 @@ def test_advantages_and_returns_match_a_loop_with_a_bankruptcy():
         np.testing.assert_allclose(np.asarray(ret)[:last, b], want_ret, rtol=1e-5)
 
 
+def test_the_paired_advantage_is_each_copys_surprise_less_the_others():
+    """``paired`` for 3 copies of 2 stores: a copy's (return - value) less the mean of its store's other copies',
+    day by day, written out; the targets are the returns."""
+    rng = np.random.default_rng(1)
+    T, B, G = 4, 2, 3
+    ret, values = rng.normal(size=(T, B * G)), rng.normal(size=(T, B * G))
+    adv, target = U.paired(jnp.asarray(ret), jnp.asarray(values), G)
+    surprise = (ret - values).reshape(T, B, G)
+    for g in range(G):
+        others = np.delete(surprise, g, axis=-1).mean(-1)
+        np.testing.assert_allclose(
+            np.asarray(adv).reshape(T, B, G)[..., g], surprise[..., g] - others, rtol=1e-5
+        )
+    np.testing.assert_allclose(np.asarray(target), ret, rtol=1e-6)
+
+
 def test_settings_are_checked_by_name():
     for fields, words in (
         (dict(stores=0), "FinetuneConfig.stores"),
         (dict(critic_updates=3, updates=3), "critic_updates must be an int in [0, updates=3)"),
         (dict(gamma=1.5), "gamma in (0, 1]"),
         (dict(kl_coef=-1.0), "kl_coef must be >= 0"),
+        (dict(copies=0), "FinetuneConfig.copies"),
     ):
         with pytest.raises(
             ValueError, match=words.replace("[", r"\[").replace("(", r"\(").replace(")", r"\)")
@@ -108,6 +125,31 @@ def test_the_start_is_kept_until_the_actor_moves_and_the_kl_is_logged(env, param
     assert np.isfinite(curve[["policy_loss", "value_loss", "kl_to_start"]].iloc[:3].to_numpy()).all()
     moved = [not np.array_equal(a, b) for a, b in zip(jax.tree.leaves(tuned.net), jax.tree.leaves(start.net))]
     assert any(moved)
+
+
+@pytest.mark.slow  # compiles a student's episodes
+def test_copies_of_a_store_see_the_same_market(env, params):
+    """Two copies of each store on the same run key: near-greedy (a temperature of 1e-4) they choose alike and
+    their episodes are the same, day for day; two stores on other keys are not. At the fine-tune's temperature
+    the copies choose apart."""
+    student = Student(StudentConfig(hidden=8))
+    start = student.init(jax.random.key(0))
+    short = params.replace(horizon=np.int32(DAYS))
+    pool = jax.vmap(env.reset, in_axes=(0, None))(jax.random.split(jax.random.key(4), 2), short)
+    keys = jax.random.split(jax.random.key(5), 2)
+
+    @jax.jit
+    def play(temperature, pool, keys):
+        return experience.collect(env, student, start, start, temperature, short, pool, keys, DAYS, copies=2)
+
+    cold = play(1e-4, pool, keys)
+    reward = np.asarray(cold.reward)  # [T, 2 stores x 2 copies]
+    np.testing.assert_array_equal(reward[:, 0], reward[:, 1])
+    np.testing.assert_array_equal(reward[:, 2], reward[:, 3])
+    assert not np.array_equal(reward[:, 0], reward[:, 2])
+    warm = play(1.0, pool, keys)
+    choice = np.asarray(warm.mornings.choice)
+    assert (choice[:, 0] != choice[:, 1]).any() and (choice[:, 2] != choice[:, 3]).any()
 
 
 @pytest.mark.slow  # compiles the observed student's fine-tune
@@ -152,6 +194,9 @@ def test_train_ppo_init_refuses_what_it_cannot_start_from(capsys, tmp_path):
         ("train ppo --init distilled --hidden 8", "--hidden: a fine-tune keeps its student's network"),
         ("train ppo --init distilled --steps 10", "--steps 10 is below one update"),
         ("train ppo --init distilled --critic-updates -1", "critic_updates must be an int"),
+        ("train ppo --init distilled --rollout-days 8", "--rollout-days: a fine-tune plays whole episodes"),
+        ("train ppo --init distiled", "--init distiled: neither a PPO run folder nor a student's name"),
+        ("train ppo --kl-coef 0.5", "--kl-coef is for a student's fine-tune (--init STUDENT)"),
     ):
         err = cli_error(capsys, f"{line} --out {tmp_path / 'o'}")
         assert words in err and "Traceback" not in err, (line, err)

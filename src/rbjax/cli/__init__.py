@@ -161,7 +161,7 @@ def _add_train(sub) -> None:
         type=int,
         default=None,
         help=f"stores trained in parallel (ppo: {d.num_envs}; distill: stores played a round, "
-        f"{dd.labels.stores})",
+        f"{dd.labels.stores}; a student's fine-tune: {df.stores}, {df.copies} copies each)",
     )
     p.add_argument(
         "--steps",
@@ -172,20 +172,17 @@ def _add_train(sub) -> None:
         "--days)",
     )
     p.add_argument(
-        "--rollout-days", type=int, default=d.num_steps, help="ppo: days per store between updates"
-    )
-    p.add_argument(
         "--epochs",
         type=int,
         default=None,
-        help=f"passes over each rollout per update (ppo: {d.epochs}) or over a round's labels (distill: "
-        f"{dd.epochs})",
+        help=f"passes over each rollout per update (ppo: {d.epochs}; fine-tune: {df.epochs}) or over a round's "
+        f"labels (distill: {dd.epochs})",
     )
     p.add_argument(
-        "--minibatches", type=int, default=None, help=f"ppo: minibatches per epoch ({d.minibatches})"
-    )
-    p.add_argument(
-        "--lr", type=float, default=None, help=f"Adam learning rate (ppo: {d.lr}, annealed; distill: {dd.lr})"
+        "--lr",
+        type=float,
+        default=None,
+        help=f"Adam learning rate (ppo: {d.lr}, annealed; distill: {dd.lr}; fine-tune: the actor's, {df.lr})",
     )
     p.add_argument(
         "--hidden",
@@ -193,17 +190,14 @@ def _add_train(sub) -> None:
         default=None,
         help=f"width of the network's hidden layers (ppo: {d.hidden}; distill: {dd.student.hidden})",
     )
-    p.add_argument(
-        "--ent-coef", type=float, default=None, help=f"ppo: entropy bonus coefficient ({d.ent_coef})"
-    )
-    p.add_argument(
-        "--supplier-prior",
-        type=float,
-        default=d.supplier_prior,
-        help="ppo: weight of the observable supplier score in the supplier logits (0: none)",
-    )
+    _add_ppo_flags(p, d, df)
     _add_distill_flags(p, dd)
-    p.add_argument("--progress", type=int, default=10, help="ppo: progress line every N updates (0: none)")
+    p.add_argument(
+        "--progress",
+        type=int,
+        default=None,
+        help="ppo: progress line every N updates (10; fine-tune: 1; 0: none)",
+    )
     p.add_argument(
         "--init",
         default=None,
@@ -218,6 +212,35 @@ def _add_train(sub) -> None:
     p.set_defaults(func=train.main)
 
 
+def _add_ppo_flags(p: argparse.ArgumentParser, d, df) -> None:
+    """``train ppo``'s own flags (``d``: the default ``PPOConfig``; ``df``: the fine-tune's ``FinetuneConfig``)."""
+    p.add_argument(
+        "--rollout-days",
+        type=int,
+        default=None,
+        help=f"ppo: days per store between updates ({d.num_steps}; a fine-tune plays whole episodes)",
+    )
+    p.add_argument(
+        "--minibatches",
+        type=int,
+        default=None,
+        help=f"ppo: minibatches per epoch ({d.minibatches}; fine-tune: {df.minibatches})",
+    )
+    p.add_argument(
+        "--ent-coef",
+        type=float,
+        default=None,
+        help=f"ppo: entropy bonus coefficient ({d.ent_coef}; fine-tune: {df.ent_coef})",
+    )
+    p.add_argument(
+        "--supplier-prior",
+        type=float,
+        default=None,
+        help=f"ppo from scratch: weight of the observable supplier score in the supplier logits ({d.supplier_prior}; "
+        "0: none)",
+    )
+
+
 def _add_finetune_flags(p: argparse.ArgumentParser) -> None:
     """``train ppo --init STUDENT``'s own flags (the fine-tune's recipe, ``rbjax.rl.finetune.FinetuneConfig``)."""
     from rbjax.rl.finetune import FinetuneConfig
@@ -227,20 +250,20 @@ def _add_finetune_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--critic-updates",
         type=int,
-        default=df.critic_updates,
-        help="updates that train the critic alone before the actor moves",
+        default=None,
+        help=f"updates that train the critic alone before the actor moves ({df.critic_updates}, at most all but one)",
     )
     g.add_argument(
         "--kl-coef",
         type=float,
-        default=df.kl_coef,
-        help="weight of the KL term toward the start when the actor starts, annealed to 0",
+        default=None,
+        help=f"weight of the KL term toward the start when the actor starts, annealed to 0 ({df.kl_coef})",
     )
     g.add_argument(
         "--eval-every",
         type=int,
-        default=df.eval_every,
-        help="updates between evaluations on the validation stores",
+        default=None,
+        help=f"updates between greedy evaluations on the validation stores ({df.eval_every})",
     )
 
 

@@ -27,9 +27,12 @@ def config_of(args, days: int):
         minibatches=args.minibatches or d.minibatches,
         lr=args.lr or d.lr,
         ent_coef=d.ent_coef if args.ent_coef is None else args.ent_coef,
-        critic_updates=min(args.critic_updates, updates - 1),
-        kl_coef=args.kl_coef,
-        eval_every=args.eval_every,
+        # the default warm-up is cut to leave the actor one update of a short run; one asked for is checked
+        critic_updates=min(d.critic_updates, updates - 1)
+        if args.critic_updates is None
+        else args.critic_updates,
+        kl_coef=d.kl_coef if args.kl_coef is None else args.kl_coef,
+        eval_every=args.eval_every or d.eval_every,
     )
 
 
@@ -37,13 +40,18 @@ def main(args) -> None:
     from rbjax.rl.finetune import finetune
     from rbjax.rl.finetune.checkpoint import FINETUNED, save, start_of
 
-    if args.hidden:
-        raise fail("train: --hidden: a fine-tune keeps its student's network (see `rbjax train --help`)")
+    for flag, why in (
+        ("hidden", "a fine-tune keeps its student's network"),
+        ("rollout_days", "a fine-tune plays whole episodes"),
+        ("supplier_prior", "a student chooses among its candidates"),
+    ):
+        if getattr(args, flag) is not None:
+            raise fail(f"train: --{flag.replace('_', '-')}: {why} (see `rbjax train --help`)")
+    env, params = make_env(args)  # first: it checks --days
     try:
         config = config_of(args, args.days)
     except ValueError as e:
         raise fail(f"train: {said(e)}") from None
-    env, params = make_env(args)
     try:
         student, start, recipe, folder = start_of(env, args.init)
     except ValueError as e:
@@ -55,7 +63,7 @@ def main(args) -> None:
         (out / ".rbjax-write-test").unlink()
     except OSError as e:
         raise fail(f"train: --out {out}: not a writable folder ({e.strerror or e})") from None
-    every = max(args.progress, 0)
+    every = 1 if args.progress is None else max(args.progress, 0)
     say = lambda line: print(line, file=sys.stderr, flush=True)  # noqa: E731
     say(
         f"fine-tune of {args.init} ({student.config.kind} student): {config.updates} updates of {config.stores} "

@@ -16,6 +16,15 @@ def main(args) -> None:
         from rbjax.cli.finetune import main as finetune_main
 
         return finetune_main(args)
+    if args.init and not Path(args.init).exists():
+        from rbjax.rl.finetune.checkpoint import STARTS
+
+        raise fail(
+            f"train: --init {args.init}: neither a PPO run folder nor a student's name ({', '.join(STARTS)})"
+        )
+    fine = [f for f in ("critic_updates", "kl_coef", "eval_every") if getattr(args, f) is not None]
+    if fine:
+        raise fail(f"train: --{fine[0].replace('_', '-')} is for a student's fine-tune (--init STUDENT)")
     from rbjax.rl.ppo import PPOConfig
     from rbjax.rl.train import load, train_ppo
 
@@ -26,14 +35,14 @@ def main(args) -> None:
     try:
         config = PPOConfig(
             num_envs=args.stores or d.num_envs,
-            num_steps=args.rollout_days,
+            num_steps=given(args.rollout_days, d.num_steps),
             total_steps=given(args.steps, d.total_steps),
             epochs=args.epochs or d.epochs,
             minibatches=given(args.minibatches, d.minibatches),
             lr=args.lr or d.lr,
             hidden=args.hidden or d.hidden,
             ent_coef=given(args.ent_coef, d.ent_coef),
-            supplier_prior=args.supplier_prior,
+            supplier_prior=given(args.supplier_prior, d.supplier_prior),
         )
     except ValueError as e:
         raise fail(f"train: {said(e)}") from None
@@ -48,7 +57,8 @@ def main(args) -> None:
                 f"train: --init {args.init} has hidden={trained.hidden}; pass --hidden {trained.hidden}"
             )
     try:
-        result = train_ppo(env, params, config, seed=args.seed, out=args.out, every=args.progress, init=init)
+        every = given(args.progress, 10)
+        result = train_ppo(env, params, config, seed=args.seed, out=args.out, every=every, init=init)
     except FloatingPointError as e:
         raise fail(f"train: {said(e)}") from None
     last = result.curve[result.curve.episodes > 0].tail(5)

@@ -32,3 +32,14 @@ STUDENT_CHECKPOINTS = {
         ("distilled_belief", "distilled_belief_hard_v2"),
     )
 }
+# the fine-tuned students (``rbjax train ppo --init STUDENT``), each only where one is shipped: only a fine-tune that
+# beat its start on the held-out stores is (``benchmarks/finetune.py --ship``)
+STUDENT_CHECKPOINTS |= {
+    name: path
+    for name, folder in (
+        ("finetuned", "finetuned_hard_v2"),
+        ("finetuned_obs", "finetuned_obs_hard_v2"),
+        ("finetuned_belief", "finetuned_belief_hard_v2"),
+    )
+    if (path := _first(_HERE / folder, _REPO / "checkpoints" / folder)).is_dir()
+}

@@ -24,21 +24,22 @@ STARTS = tuple(distill.REGISTERED.values()) + tuple(FINETUNED.values())  # what 
 
 
 def start_of(env: Env, init: str) -> tuple[Student, StudentParams, distill.DistillConfig, str]:
-    """(the student, its params, its recipe's config, what it is called) that ``init`` names: a student's
-    registry name (its shipped checkpoint), or a folder written by ``rbjax train distill`` or by a fine-tune.
-    ValueError naming what is wrong."""
+    """(the student, its params, its recipe's config, what it is called: ``init``) that ``init`` names: a
+    student's registry name (its shipped checkpoint), or a folder written by ``rbjax train distill`` or by a
+    fine-tune. ValueError naming what is wrong."""
+    name, folder = init, init
     if init in STARTS:
         if needs_checkpoint(init):
             raise ValueError(f"{init!r} has no shipped checkpoint: give the folder a fine-tune wrote")
         from rbjax.shipped import STUDENT_CHECKPOINTS
 
-        init = str(STUDENT_CHECKPOINTS[init])
+        folder = str(STUDENT_CHECKPOINTS[init])
     elif not (Path(init) / "student.msgpack").is_file():
         raise ValueError(
             f"{init} is neither a student's name ({', '.join(STARTS)}) nor a folder of `rbjax train distill`"
         )
-    params, config = distill.load(init, env)
-    return Student(config.student), params, config, init
+    params, config = distill.load(folder, env)
+    return Student(config.student), params, config, name
 
 
 def save(

@@ -67,6 +67,7 @@ class FinetuneConfig:
     def __post_init__(self):
         for name in (
             "stores",
+            "copies",
             "updates",
             "epochs",
             "minibatches",
@@ -201,16 +202,16 @@ def finetune(
         row |= {name: float(v) for name, v in metrics.items()} | dict(actor_on=on, kl_coef=kl)
         rows.append(row)
         if progress is not None and ((i + 1) % max(every, 1) == 0 or i + 1 == config.updates):
-            progress(_line(row, config))
+            progress(_line(row, config, time.perf_counter() - begun))
     return start.replace(net=learner.actor), pd.DataFrame(rows)
 
 
-def _line(row: dict, config: FinetuneConfig) -> str:
-    """A progress line for one update's row."""
+def _line(row: dict, config: FinetuneConfig, seconds: float) -> str:
+    """A progress line for one update's row, ``seconds`` into the run."""
     phase = "actor" if row["actor_on"] else "critic warm-up"
     held = f"  greedy after {row['update']}: {row['eval_net_worth']:,.0f}" if "eval_net_worth" in row else ""
     return (
         f"update {row['update'] + 1}/{config.updates} ({phase})  episodes {row['episode_net_worth']:,.0f}{held}  "
         f"KL to the start {row['kl_to_start']:.4f}  critic explains {row['explained_variance']:.0%}  "
-        f"{row['wall_s']:.0f} s"
+        f"{seconds:.0f} s"
     )

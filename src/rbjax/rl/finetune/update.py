@@ -129,7 +129,9 @@ def learn(
     spread = jnp.sqrt(jnp.sum(live * (ret - jnp.sum(live * ret) / live.sum()) ** 2) / live.sum())
     scale = jnp.where(learner.scale > 0, learner.scale, jnp.maximum(spread, 1e-6))
     cnet = critic_net(config.critic_hidden)
-    values = value(cnet, learner.critic, episodes.mornings)
+    # a day not played (after a bankruptcy) is worth nothing: the critic never learns there, so its guess must
+    # not enter the paired baseline of the store's other copy
+    values = jnp.where(episodes.alive, value(cnet, learner.critic, episodes.mornings), 0.0)
     if config.copies > 1:
         adv, target = paired(ret / scale, values, config.copies)
     else:
