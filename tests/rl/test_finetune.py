@@ -216,6 +216,7 @@ def test_train_ppo_init_a_student_folder_then_run_it_on_the_clis_devices(env, ti
         stderr=True,
     )
     assert "fine-tune: 3 updates" in out and "wrote f/config.json" in out and "update 3/3 (actor)" in out
+    assert "3 updates of 1 store x 2 copies x 8 days (1 of them train the critic alone)" in out
     assert f"finetuned policy, 2 stores x {DAYS} days" in out
     meta = finetuned(tmp_path / "f")
     assert meta["start"] == "s" and meta["config"]["updates"] == 3

@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from rbjax.cli.common import fail, make_env, said
+from rbjax.cli.common import fail, make_env, plural, said
 
 
 def config_of(args, days: int):
@@ -66,8 +66,9 @@ def main(args) -> None:
     every = 1 if args.progress is None else max(args.progress, 0)
     say = lambda line: print(line, file=sys.stderr, flush=True)  # noqa: E731
     say(
-        f"fine-tune of {args.init} ({student.config.kind} student): {config.updates} updates of {config.stores} "
-        f"stores x {args.days} days, the first {config.critic_updates} the critic's alone; compiling ..."
+        f"fine-tune of {args.init} ({student.config.kind} student): {config.updates} updates of "
+        f"{plural(config.stores, 'store')} x {config.copies} copies x {args.days} days "
+        f"({config.critic_updates} of them train the critic alone); compiling ..."
     )
     tuned, curve = finetune(
         env, params, student, start, config, args.seed, say if every else None, every=every
