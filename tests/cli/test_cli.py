@@ -383,3 +383,29 @@ def test_agents_summary_and_diagnose_give_the_interval_and_survival(tmp_path, ca
     price = next(line for line in out.splitlines() if line.startswith("s3_price_distance_pct"))
     assert price.split()[2:6] == ["n/a", "±", "n/a", "n/a"] and price.endswith("(3 stores without a value)")
     assert (a / "four_stages.png").exists() and (a / "survival_by_run.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_every_command_shows_in_the_top_level_help(capsys):
+    """``rbjax --help`` names every command a user can run, nested ones (``train distill``, ``lm demos``) too."""
+    import argparse
+
+    from rbjax.cli import main, parser
+
+    def leaves(p, path):
+        subs = [a for a in p._actions if isinstance(a, argparse._SubParsersAction)]
+        if subs:
+            return [
+                leaf for name, q in subs[0].choices.items() for leaf in leaves(q, f"{path} {name}".strip())
+            ]
+        picks = [a for a in p._actions if a.choices and not a.option_strings]  # train's algorithm
+        return [f"{path} {c}" for c in picks[0].choices] if picks else [path]
+
+    commands = leaves(parser(), "")
+    assert "train distill" in commands and "lm demos" in commands and len(commands) > 12
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    text = capsys.readouterr().out
+    missing = [
+        c for c in commands if f"rbjax {c}" not in text and f"| {c}" not in text and f"| {c} " not in text
+    ]
+    assert not missing, missing

@@ -5,11 +5,14 @@
   rbjax run --policy base_stock --stores 64    a baseline policy, same metrics
   rbjax train ppo --stores 512 --steps 2000000 --out runs/ppo    PPO, one jit; checkpoint + learning curve
   rbjax train ppo --init distilled_belief                       a student fine-tuned with the reward
+  rbjax train distill --student belief                          a student of the lookahead planner
   rbjax eval --policy ppo --checkpoint runs/ppo --stores 128     a trained or shipped policy, same metrics
   rbjax sweep --multiplier 2,4,6 --shelf 30,40 --seeds 64 --out results/   CSV + PNG per metric
   rbjax bench [--quick|--program|--profile]   throughput, program sizes, kernel profile (benchmarks/out)
   rbjax agents run --model policy:oracle --stores 8 --days 30 --out runs/a   a policy through the agent tools
+  rbjax agents diagnose runs/a | agents replay runs/a | agents rescore runs/a   stages; calls again; tables again
   rbjax lm tasks --from-states slices/ --days 2 --out tasks.jsonl       tasks for training language models
+  rbjax lm serve | lm demos | lm corrections | lm replay --tasks tasks.jsonl   sessions; demonstrations for SFT
 
 Stores are sharded over all devices; on a CPU the host is split into one device per core (--devices).
 --devices and --cache go before or after the command. From Python, rbjax.setup() does the same set-up.
