@@ -409,3 +409,15 @@ def test_every_command_shows_in_the_top_level_help(capsys):
         c for c in commands if f"rbjax {c}" not in text and f"| {c}" not in text and f"| {c} " not in text
     ]
     assert not missing, missing
+
+
+def test_a_refusal_points_to_the_help_that_lists_its_flag(capsys):
+    """A flag's refusal names the help of the command that has the flag, not the top level's, which lists none."""
+    for line, help_of in (
+        ("run --stores -4", "rbjax run --help"),
+        ("oracle --days 0", "rbjax oracle --help"),
+        ("agents run --model m --out o --stores 0", "rbjax agents run --help"),
+        ("run --bogus 1", "rbjax run --help"),
+    ):
+        err = cli_error(capsys, line)
+        assert f"(see {help_of})" in err and len(err.strip().splitlines()) == 1, (line, err)

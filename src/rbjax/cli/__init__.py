@@ -372,37 +372,39 @@ def _check_out(folder: str | None) -> None:
 def main(argv=None) -> None:
     ap = parser()
     args, extra = ap.parse_known_args(argv)
-    if extra:  # argparse would point to the top-level help: point to the command's own
-        ap.exit(
-            2,
-            f"rbjax: unrecognized arguments: {' '.join(extra)} (see {getattr(args, 'help_of', 'rbjax')} --help)\n",
-        )
+
+    def error(message: str):
+        """A one-line refusal that points to the help of the command that lists the flag (not the top level's)."""
+        ap.exit(2, f"rbjax: {message} (see {getattr(args, 'help_of', 'rbjax')} --help)\n")
+
+    if extra:
+        error(f"unrecognized arguments: {' '.join(extra)}")
     for name in POSITIVE:
         if getattr(args, name, None) is not None:
-            need_count(f"--{name.replace('_', '-')}", getattr(args, name), error=ap.error)
+            need_count(f"--{name.replace('_', '-')}", getattr(args, name), error=error)
     for name in NONNEGATIVE:
         if getattr(args, name, None) is not None and getattr(args, name) < 0:
-            ap.error(f"--{name} must be >= 0 (0: none), got {getattr(args, name)}")
+            error(f"--{name} must be >= 0 (0: none), got {getattr(args, name)}")
     for name in ("stores", "seeds"):
         if getattr(args, name, None) is not None and getattr(args, name) > MAX_STORES:
-            ap.error(f"--{name} must be at most {MAX_STORES:,}, got {getattr(args, name):,}")
+            error(f"--{name} must be at most {MAX_STORES:,}, got {getattr(args, name):,}")
     if getattr(args, "records", False) and not getattr(args, "out", None):
-        ap.error("--records needs --out DIR (the folder records.npz is written to)")
+        error("--records needs --out DIR (the folder records.npz is written to)")
     if getattr(args, "from_states", None) and getattr(args, "save_states", None):
-        ap.error("--from-states and --save-states: one or the other (snapshots are saved along fresh runs)")
+        error("--from-states and --save-states: one or the other (snapshots are saved along fresh runs)")
     if getattr(args, "at", None) and not getattr(args, "from_states", None):
-        ap.error("--at needs --from-states DIR")
+        error("--at needs --from-states DIR")
     if getattr(args, "from_states", None) and getattr(args, "records", False):
-        ap.error("--records: not with --from-states (its results are the per-slice table, slices.csv)")
+        error("--records: not with --from-states (its results are the per-slice table, slices.csv)")
     if args.func is bench.main:
-        bench.check_batches(args.batches, ap.error)
+        bench.check_batches(args.batches, error)
         if args.profile and args.program:
-            ap.error("--profile and --program: one or the other")
+            error("--profile and --program: one or the other")
     cores = os.cpu_count() or 1
     if args.devices is not None and not 1 <= args.devices <= cores:
-        ap.error(f"--devices must be between 1 and the host's {cores} cores, got {args.devices}")
+        error(f"--devices must be between 1 and the host's {cores} cores, got {args.devices}")
     if not 0 <= getattr(args, "seed", 0) < 2**32:
-        ap.error(f"--seed must be in 0 .. 2**32 - 1, got {args.seed}")
+        error(f"--seed must be in 0 .. 2**32 - 1, got {args.seed}")
     _check_out(getattr(args, "out", None))
     import rbjax
 
