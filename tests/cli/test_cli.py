@@ -421,3 +421,19 @@ def test_a_refusal_points_to_the_help_that_lists_its_flag(capsys):
     ):
         err = cli_error(capsys, line)
         assert f"(see {help_of})" in err and len(err.strip().splitlines()) == 1, (line, err)
+
+
+def test_lm_tasks_help_cites_the_headroom_the_docs_use(capsys):
+    """``lm tasks --help`` points to a --min-headroom value that docs/lm_training.md's example really uses."""
+    import re
+    from pathlib import Path
+
+    from rbjax.cli import main
+
+    with pytest.raises(SystemExit):
+        main(["lm", "tasks", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    cited = re.search(r"docs/lm_training.md's example keeps ([0-9.]+)", text)
+    assert cited, text
+    docs = (Path(__file__).parents[2] / "docs" / "lm_training.md").read_text()
+    assert f"--min-headroom {cited.group(1)}" in docs

@@ -54,7 +54,7 @@ def add(sub) -> None:
         type=float,
         default=None,
         help="keep the tasks where the reference beats doing nothing by at least this relative reward "
-        "(default: keep all; docs/lm_training.md suggests 0.05)",
+        "(default: keep all; docs/lm_training.md's example keeps 0.1)",
     )
     t.add_argument("--out", dest="tasks_out", required=True, help="the tasks file written (JSON Lines)")
     t.set_defaults(func=tasks)
