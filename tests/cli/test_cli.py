@@ -437,3 +437,13 @@ def test_lm_tasks_help_cites_the_headroom_the_docs_use(capsys):
     assert cited, text
     docs = (Path(__file__).parents[2] / "docs" / "lm_training.md").read_text()
     assert f"--min-headroom {cited.group(1)}" in docs
+
+
+def test_a_runs_rate_says_what_it_includes():
+    """The header's store-days/s: over the days alone where the run timed them, else said to include the rest."""
+    from rbjax.cli.run import run_times
+
+    timed = run_times(elapsed=12.0, opening=10.0, days=2.0, store_days=1000)
+    assert "500 store-days/s over the days (2.0 s)" in timed and "10.0 s opening the stores" in timed
+    whole = run_times(elapsed=200.0, opening=0.0, days=0.0, store_days=1000)
+    assert "5 store-days/s with the compiling, the opening and the snapshots included" in whole

@@ -83,7 +83,10 @@ def run_times(elapsed: float, opening: float, days: float, store_days: int) -> s
     compiles, a later one loads the programs from the cache) and the wall time in all. A run of chunks
     without their times (``opening`` and ``days`` 0) gives the wall time's rate."""
     if days <= 0:
-        return f"{elapsed:.1f} s in all, {store_days / elapsed:,.0f} store-days/s"
+        return (
+            f"{elapsed:.1f} s in all, {store_days / elapsed:,.0f} store-days/s with the compiling, the opening and "
+            "the snapshots included"
+        )
     return (
         f"{store_days / days:,.0f} store-days/s over the days ({days:.1f} s), {opening:.1f} s opening the stores "
         f"(compiling the programs, or loading them from the cache), {elapsed:.1f} s in all"
