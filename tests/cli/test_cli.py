@@ -447,3 +447,15 @@ def test_a_runs_rate_says_what_it_includes():
     assert "500 store-days/s over the days (2.0 s)" in timed and "10.0 s opening the stores" in timed
     whole = run_times(elapsed=200.0, opening=0.0, days=0.0, store_days=1000)
     assert "5 store-days/s with the compiling, the opening and the snapshots included" in whole
+
+
+def test_checkpoint_help_names_every_kind_of_learned_policy(capsys):
+    """--checkpoint loads PPO runs, students and fine-tunes: each command's help says so."""
+    from rbjax.cli import main
+
+    for line in ("run", "eval", "sweep", "agents run"):
+        with pytest.raises(SystemExit):
+            main([*line.split(), "--help"])
+        text = " ".join(capsys.readouterr().out.split())
+        for writer in ("rbjax train ppo`", "rbjax train distill`", "rbjax train ppo --init STUDENT`"):
+            assert writer in text, (line, writer)

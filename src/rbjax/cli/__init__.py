@@ -26,7 +26,7 @@ import os
 
 from rbjax.checks import need_count
 from rbjax.cli import agents, bench, lm, run, sweep, train
-from rbjax.cli.common import add_env_flags, add_global_options, add_plan_flags, command, fail
+from rbjax.cli.common import CHECKPOINT_HELP, add_env_flags, add_global_options, add_plan_flags, command, fail
 
 POSITIVE = ("stores", "days", "seeds", "batch_size", "store_chunk", "max_tokens")
 NONNEGATIVE = ("progress",)
@@ -57,9 +57,7 @@ def _add_run_commands(sub) -> None:
                 default="ppo" if name == "eval" else "base_stock",
                 help="the policy that runs the stores",
             )
-            p.add_argument(
-                "--checkpoint", default=None, help="run folder of `rbjax train ppo` (--policy ppo)"
-            )
+            p.add_argument("--checkpoint", default=None, help=CHECKPOINT_HELP)
             p.add_argument("--greedy", action="store_true", help="ppo: the most likely action, not a sample")
             add_plan_flags(p, "--policy plan, or --reference plan")
         else:
@@ -121,7 +119,7 @@ def _add_sweep(sub) -> None:
         default="oracle",
         help="the policy run at every point (its params fields can be swept too)",
     )
-    p.add_argument("--checkpoint", default=None, help="--policy ppo: the checkpoint folder (rbjax train ppo)")
+    p.add_argument("--checkpoint", default=None, help=CHECKPOINT_HELP)
     p.add_argument("--greedy", action="store_true", help="--policy ppo: the most likely action")
     add_plan_flags(p)
     swept = p.add_argument_group(

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from rbjax.cli.agents_analysis import diagnose, replay_run, rescore_run
 from rbjax.cli.agents_run import FRESH, main, model_policy, summary
-from rbjax.cli.common import add_env_flags, command
+from rbjax.cli.common import CHECKPOINT_HELP, add_env_flags, command
 
 __all__ = ["FRESH", "add", "diagnose", "main", "model_policy", "replay_run", "rescore_run", "summary"]
 
@@ -132,7 +132,7 @@ def _language_model_flags(r) -> None:
 
 def _policy_flags(r) -> None:
     pol = r.add_argument_group("rbjax policies")
-    pol.add_argument("--checkpoint", default=None, help="run folder of `rbjax train ppo` (policy:ppo)")
+    pol.add_argument("--checkpoint", default=None, help=CHECKPOINT_HELP)
     pol.add_argument("--greedy", action="store_true", help="policy:ppo: the most likely action")
     pol.add_argument("--progress", type=int, default=30, help="progress line every N days (0: none)")
 

@@ -5,6 +5,12 @@ from __future__ import annotations
 import argparse
 import os
 
+# what --checkpoint takes, in every command that has it
+CHECKPOINT_HELP = (
+    "a learned policy's folder (default: the shipped one where there is one): of `rbjax train ppo` for ppo, of "
+    "`rbjax train distill` for a distilled student, of `rbjax train ppo --init STUDENT` for a fine-tuned one"
+)
+
 
 def flag_of(parameter: str) -> str:
     """The command line's flag for a library parameter: ``from_states`` -> ``--from-states``. The one place
