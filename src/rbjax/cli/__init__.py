@@ -26,7 +26,14 @@ import os
 
 from rbjax.checks import need_count
 from rbjax.cli import agents, bench, lm, run, sweep, train
-from rbjax.cli.common import CHECKPOINT_HELP, add_env_flags, add_global_options, add_plan_flags, command, fail
+from rbjax.cli.common import (
+    CHECKPOINT_HELP,
+    add_env_flags,
+    add_global_options,
+    add_plan_flags,
+    check_writable_folder,
+    command,
+)
 
 POSITIVE = ("stores", "days", "seeds", "batch_size", "store_chunk", "max_tokens")
 NONNEGATIVE = ("progress",)
@@ -353,20 +360,6 @@ def parser() -> argparse.ArgumentParser:
     return ap
 
 
-def _check_out(folder: str | None) -> None:
-    """Create ``--out`` and check it is writable before any work is done."""
-    if not folder:
-        return
-    try:
-        os.makedirs(folder, exist_ok=True)
-        probe = os.path.join(folder, ".rbjax-write-test")
-        with open(probe, "w"):
-            pass
-        os.remove(probe)
-    except OSError as e:
-        raise fail(f"--out {folder}: not a writable folder ({e.strerror or e})") from None
-
-
 def main(argv=None) -> None:
     ap = parser()
     args, extra = ap.parse_known_args(argv)
@@ -403,7 +396,7 @@ def main(argv=None) -> None:
         error(f"--devices must be between 1 and the host's {cores} cores, got {args.devices}")
     if not 0 <= getattr(args, "seed", 0) < 2**32:
         error(f"--seed must be in 0 .. 2**32 - 1, got {args.seed}")
-    _check_out(getattr(args, "out", None))
+    check_writable_folder(getattr(args, "out", None))
     import rbjax
 
     agent_commands = (agents.main, agents.diagnose, agents.replay_run, agents.rescore_run, lm.tasks, lm.serve)

@@ -201,6 +201,20 @@ def day_list(
     return days
 
 
+def check_writable_folder(folder: str | None) -> None:
+    """Create ``--out`` (a folder) and check a file can be written in it, before any work is done."""
+    if not folder:
+        return
+    try:
+        os.makedirs(folder, exist_ok=True)
+        probe = os.path.join(folder, ".rbjax-write-test")
+        with open(probe, "w"):
+            pass
+        os.remove(probe)
+    except OSError as e:
+        raise fail(f"--out {folder}: not a writable folder ({e.strerror or e})") from None
+
+
 def check_writable_file(path: str) -> None:
     """A one-line failure naming ``--out`` unless a file can be written at ``path`` (checked before the work)."""
     folder = os.path.dirname(os.path.abspath(path))

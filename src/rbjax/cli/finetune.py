@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from rbjax.cli.common import fail, make_env, plural, said
+from rbjax.cli.common import check_writable_folder, fail, make_env, plural, said
 
 
 def config_of(args, days: int):
@@ -57,12 +57,7 @@ def main(args) -> None:
     except ValueError as e:
         raise fail(f"train: --init: {said(e)}") from None
     out = Path(args.out or f"runs/{FINETUNED[student.config.kind]}")
-    try:  # before any work: a run of minutes must not end on an unwritable folder
-        out.mkdir(parents=True, exist_ok=True)
-        (out / ".rbjax-write-test").touch()
-        (out / ".rbjax-write-test").unlink()
-    except OSError as e:
-        raise fail(f"train: --out {out}: not a writable folder ({e.strerror or e})") from None
+    check_writable_folder(str(out))  # before any work: a run of minutes must not end on an unwritable folder
     every = 1 if args.progress is None else max(args.progress, 0)
     say = lambda line: print(line, file=sys.stderr, flush=True)  # noqa: E731
     say(

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from rbjax.cli.common import fail, make_env, said
+from rbjax.cli.common import check_writable_folder, fail, make_env, said
 
 
 def main(args) -> None:
@@ -114,12 +114,7 @@ def distill_main(args) -> None:
     except ValueError as e:
         raise fail(f"train: {said(e)}") from None
     out = Path(args.out or f"runs/distill_{args.student}")
-    try:  # before any work: a run of minutes must not end on an unwritable folder
-        out.mkdir(parents=True, exist_ok=True)
-        (out / ".rbjax-write-test").touch()
-        (out / ".rbjax-write-test").unlink()
-    except OSError as e:
-        raise fail(f"train: --out {out}: not a writable folder ({e.strerror or e})") from None
+    check_writable_folder(str(out))  # before any work: a run of minutes must not end on an unwritable folder
     env, params = make_env(args)
     student, curve, _ = distill(env, params, config, seed=args.seed)
     save(out, student, config, curve, env)

@@ -35,7 +35,7 @@ from rbjax.env import Env
 from rbjax.params import EnvParams
 from rbjax.rl.distill.student import STORE_G, Student, StudentParams
 from rbjax.rl.finetune import experience, update
-from rbjax.runners.day_loop import scan_days
+from rbjax.runners.rollout import rollout
 
 VALIDATION_SEED = 20261205  # the curve's stores: neither the held-out seed nor a training one
 
@@ -129,19 +129,14 @@ def make_update(env: Env, student: Student, config: FinetuneConfig, env_params: 
 
 
 def make_evaluate(env: Env, student: Student, env_params: EnvParams, days: int):
-    """``evaluate(params, keys [E]) -> final net worth [E]``, jitted: the student greedy, each store reset and run
-    from its key as ``rbjax.rollout`` does (the same stores, keys and results)."""
+    """``evaluate(params, keys [E]) -> final net worth [E]``: the student greedy on ``rbjax.rollout`` (its compiled
+    programs are kept per env and policy, so each evaluation after the first runs them again)."""
 
-    def one(params, key):
-        k_reset, k_run = jax.random.split(key)
-        obs, state = env.reset(k_reset, env_params)
-        _, worth = scan_days(
-            env, student, params, env_params, obs, state, k_run, jnp.int32(0), days,
-            record=lambda info: info.net_worth,
-        )  # fmt: skip
-        return worth[-1]
+    def evaluate(params: StudentParams, keys: jax.Array) -> np.ndarray:
+        records, _ = rollout(env, student, params, env_params, keys, days=days)
+        return np.asarray(jax.device_get(records.net_worth)[:, -1])
 
-    return jax.jit(jax.vmap(one, in_axes=(None, 0)))
+    return evaluate
 
 
 def finetune(
