@@ -99,7 +99,8 @@ def collect(
     keys [B], on the one day loop (``scan_days``): the policy samples, the loop's ``watch`` keeps the morning (the
     two compute the same inputs from the same arguments; XLA's common-subexpression pass may merge them). The
     copies of a store share its run key, so the market draws the same numbers for each (common random numbers),
-    and sample their choices with keys of their own: they differ by their choices alone. Episodes come store-major: [T, B x copies]."""
+    and sample their choices with keys of their own: they differ by their choices alone. Episodes come
+    store-major: [T, B x copies]."""
 
     def one(obs, state, key, copy):
         def sampled(p, obs, privileged, k):
