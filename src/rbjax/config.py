@@ -13,6 +13,7 @@ from rbjax.counts import need_count
 from rbjax.data.catalog import Catalog
 
 GROUPINGS = ("20", "ref19")
+EPISODE_DAYS = 180  # the paper's episode: every default of days and horizon reads this one constant
 
 
 @dataclasses.dataclass(frozen=True)

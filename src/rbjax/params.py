@@ -11,7 +11,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-from rbjax.config import EnvConfig
+from rbjax.config import EPISODE_DAYS, EnvConfig
 from rbjax.data.catalog import Catalog
 
 FOOD_CATEGORIES = (
@@ -114,7 +114,7 @@ def default_params(catalog: Catalog, config: EnvConfig) -> EnvParams:
         shelf_capacity=arr(40, np.int32),
         max_units_per_order=arr(15000, np.int32),
         neg_funds_days=arr(5, np.int32),
-        horizon=arr(180, np.int32),
+        horizon=arr(EPISODE_DAYS, np.int32),
         open_day=arr(catalog.day_of(DEFAULT_OPENING), np.int32),
         rho=arr(3.0),
         alpha=arr(catalog.alpha),
