@@ -99,7 +99,7 @@ def pytest_collection_modifyitems(items):
 
 from helpers import oracle_layout
 
-from rbjax.runners.programs import env_and_params
+from rbjax.programs import env_and_params
 
 SHARED = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "retailbench")
 
@@ -144,8 +144,7 @@ def pytest_runtest_teardown(item, nextitem):
     trace, lower and load them from the persistent cache again (about 10 s for the agents' engine)."""
     result = yield
     if nextitem is None or _group(nextitem) != _group(item):
-        from rbjax.runners import executables
+        from rbjax import programs
 
-        executables.forget()
-        jax.clear_caches()
+        programs.clear(keep_envs=True)
     return result

@@ -76,7 +76,7 @@ def expected_records(policy: str) -> dict[str, np.ndarray]:
 def compute() -> dict[str, np.ndarray]:
     """The golden arrays, keyed "<policy>/records/<field>" and "<policy>/state/<name>"."""
     import rbjax
-    from rbjax.runners.programs import env_and_params
+    from rbjax.programs import env_and_params
 
     env = env_and_params()[0]  # the tests' env (conftest), so that they share the golden programs
     params = env.default_params()

@@ -13,7 +13,7 @@ LAYERS = (
     ("data", "shipped"),
     ("counts", "arguments", "config", "params", "checks", "state"),
     ("model",),
-    ("env",),
+    ("env", "day_loop", "programs"),
     ("policies",),
     ("files", "results"),
     ("runners",),

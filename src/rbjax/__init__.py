@@ -14,7 +14,7 @@ from rbjax.perf import devices
 from rbjax.results import metrics
 from rbjax.runners.rollout import rollout, rollout_chunks
 from rbjax.runners.sweep import SweepResult, grid, sweep
-from rbjax.shipped import PPO_CHECKPOINT, STUDENT_CHECKPOINTS
+from rbjax.shipped import PPO_CHECKPOINT, STUDENT_CHECKPOINTS  # noqa: F401  (public paths)
 from rbjax.state import Action, EnvState, Observation
 
 __all__ = [
@@ -41,27 +41,6 @@ __all__ = [
     "sweep",
 ]
 __version__ = "0.1.0"
-
-
-def _load_ppo(env, checkpoint, greedy):
-    from rbjax.rl.train import load_policy  # the RL layer (optax, flax.training) loads on first use
-
-    return load_policy(env, checkpoint, greedy)
-
-
-def _load_student(name: str):
-    def load(env, checkpoint, greedy):
-        from rbjax.rl.distill.recipe import load_policy  # the RL layer loads on first use
-
-        return load_policy(env, checkpoint, greedy, expect=name)
-
-    return load
-
-
-policies.registry.register_learned("ppo", _load_ppo)  # policies sit below rl: the root wires rl's loader in
-for _name in policies.registry.LEARNED[1:]:  # the students, distilled and fine-tuned
-    _folder = STUDENT_CHECKPOINTS.get(_name)
-    policies.registry.register_learned(_name, _load_student(_name), shipped=_folder and str(_folder))
 
 
 def setup(devices: int | None = None, cache: str | None = "default") -> None:

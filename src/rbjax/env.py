@@ -8,6 +8,7 @@ pure and jittable; ``vmap`` them over keys and params for a batch of stores.
 from __future__ import annotations
 
 import dataclasses
+import os
 
 import jax
 import jax.numpy as jnp
@@ -15,7 +16,7 @@ import numpy as np
 
 from rbjax.arguments import ArgumentError
 from rbjax.checks import check_params, is_concrete
-from rbjax.config import EnvConfig
+from rbjax.config import EPISODE_DAYS, EnvConfig
 from rbjax.data.catalog import Catalog, load_catalog
 from rbjax.kernels import rng
 from rbjax.kernels.xla import fsum
@@ -299,25 +300,52 @@ class OptionError(ArgumentError):
         self.option, self.value, self.message = option, value, message
 
 
-def make_env(
-    data: str | None = None, grouping: str = "20", supplier_attempts: int = 50, days: int = 180
-) -> tuple[Env, EnvParams]:
-    """(Env, its default ``EnvParams`` with ``horizon = days``, checked) from the options of every command:
-    the catalogue folder (None: the shipped one), the category grouping ("20" or "ref19"), the supplier worlds
-    drawn per product at reset, and the days per store. Raises ``OptionError`` (a ValueError) naming the option.
-    """
-    from rbjax.data import CatalogError
+@dataclasses.dataclass(frozen=True)
+class EnvOptions:
+    """The options every command's env is made from, declared once (the CLI's env flags, the faces' task
+    parameters and ``rbjax.programs.env_and_params`` read their defaults here).
 
-    try:
-        catalog = load_catalog(data)
-    except CatalogError as e:
-        raise OptionError("data", data, str(e)) from None
-    try:
-        config = EnvConfig.from_catalog(catalog, grouping=grouping, supplier_attempts=supplier_attempts)
-    except ValueError as e:
-        raise OptionError("supplier_attempts", supplier_attempts, str(e)) from None
-    env = Env(config, catalog)
-    return env, params_for_days(env, days)
+    data: the catalogue folder (None: the shipped one); grouping: the categories, "20" (rbjax) or "ref19" (the
+    reference's 19 labels); supplier_attempts: supplier worlds drawn per product at reset, one kept by the
+    reference's selection rule; days: days per store (the params' horizon; the paper's episode by default).
+    """
+
+    data: str | None = None
+    grouping: str = "20"
+    supplier_attempts: int = 50
+    days: int = EPISODE_DAYS
+
+    def env_key(self) -> tuple:
+        """What fixes the Env (not the days, a param): the data folder however it is named, the grouping and the
+        supplier attempts."""
+        folder = None if self.data is None else os.path.realpath(self.data)
+        return folder, self.grouping, self.supplier_attempts
+
+    def make_env(self) -> Env:
+        """A new Env for these options (``rbjax.programs.env_and_params`` keeps one per process). Raises
+        ``OptionError`` naming the option."""
+        from rbjax.data import CatalogError
+
+        try:
+            catalog = load_catalog(self.data)
+        except CatalogError as e:
+            raise OptionError("data", self.data, str(e)) from None
+        try:
+            config = EnvConfig.from_catalog(
+                catalog, grouping=self.grouping, supplier_attempts=self.supplier_attempts
+            )
+        except ValueError as e:
+            raise OptionError("supplier_attempts", self.supplier_attempts, str(e)) from None
+        return Env(config, catalog)
+
+
+def make_env(options: EnvOptions | None = None, **fields) -> tuple[Env, EnvParams]:
+    """(a new Env, its default ``EnvParams`` with ``horizon = days``, checked) for ``options`` (None: the
+    defaults; ``fields`` replace some: ``make_env(days=30)``). Raises ``OptionError`` (a ValueError) naming the
+    option."""
+    options = dataclasses.replace(options or EnvOptions(), **fields)
+    env = options.make_env()
+    return env, params_for_days(env, options.days)
 
 
 def params_for_days(env: Env, days: int) -> EnvParams:

@@ -66,7 +66,7 @@ def test_cli_rejects_bad_input(tmp_path, capsys):
         ("sweep", "at least one parameter"),
         (f"run --data {tmp_path / 'nowhere'}", "--data"),
         ("run --days 5000", "--days 5000"),
-        ("eval --policy ppo --stores 8 --days 5", "--checkpoint"),
+        ("eval --policy finetuned --stores 8 --days 5", "--checkpoint DIR: none is shipped"),
         (f"eval --policy ppo --checkpoint {tmp_path / 'missing'} --days 5", "not a PPO checkpoint"),
     ]:
         err = cli_error(capsys, args)
@@ -112,7 +112,7 @@ def test_cli_rejects_bad_devices_seeds_learning_rates_and_fractional_integer_lea
         ("oracle --supplier-attempts 0", "--supplier-attempts 0: EnvConfig.supplier_attempts must be >= 1"),
         (
             "run --policy plan --plan-horizon 0",
-            "--plan-horizon 0: must be an int >= 1",
+            "--plan-horizon must be an int >= 1, got 0",
         ),  # PlanSettings' words
         (
             "run --policy plan --plan-futures 1 --plan-halving",
@@ -226,7 +226,10 @@ def test_cli_refuses_out_of_range_numbers_and_names_bad_files(tmp_path, capsys):
         (f"agents diagnose {tmp_path}", "tool_calls.jsonl, line 2: not a trace record"),
         # each swept value checked before any work, its flag named
         ("sweep --shelf 30,-5 --seeds 1", "--shelf -5: EnvParams.shelf_capacity must be in 0..1,000,000"),
-        ("sweep --policy ppo --rent 500 --seeds 1", "--policy ppo needs --checkpoint DIR"),
+        (
+            "sweep --policy finetuned_obs --rent 500 --seeds 1",
+            "--policy finetuned_obs needs --checkpoint DIR",
+        ),
         ("sweep --rent 500 --bogus", "unrecognized arguments: --bogus (see rbjax sweep --help)"),
         ("agents run --model m", "(see rbjax agents run --help)"),
         (f"lm tasks --from-states {tmp_path / 'nope'} --days 3 --out x", "--from-states"),
@@ -459,3 +462,28 @@ def test_checkpoint_help_names_every_kind_of_learned_policy(capsys):
         text = " ".join(capsys.readouterr().out.split())
         for writer in ("rbjax train ppo`", "rbjax train distill`", "rbjax train ppo --init STUDENT`"):
             assert writer in text, (line, writer)
+
+
+@pytest.mark.slow
+def test_every_learned_policy_runs_from_its_shipped_checkpoint_as_the_readme_rows_run_it(tmp_path):
+    """A new user's three tries, each a fresh process: the registry from ``rbjax.policies`` alone (nothing
+    registered by importing ``rbjax``), a bare ``rbjax eval`` (its default policy ppo, greedy as the README's
+    row) and ``rbjax run --policy ppo``; every name ``--policy`` takes, ``--reference`` takes."""
+    fresh = "from rbjax.policies import make; f, p = make('ppo'); print(type(p).__name__, bool(p.greedy))"
+    r = subprocess.run([sys.executable, "-c", fresh], capture_output=True, text=True)
+    assert r.returncode == 0 and r.stdout.split() == ["PPOPolicyParams", "False"], r.stderr
+    small = "--stores 2 --days 3 --supplier-attempts 1 --progress 0"
+    assert "ppo policy, 2 stores x 3 days" in rbjax(f"eval {small}").stdout
+    assert "ppo policy, 2 stores x 3 days" in rbjax(f"run --policy ppo {small} --no-greedy").stdout
+
+    from rbjax.cli import parser
+    from rbjax.policies import NAMES
+
+    commands = parser()._subparsers._group_actions[0].choices
+    for command in ("run", "oracle"):
+        flags = {f: a.choices for a in commands[command]._actions for f in a.option_strings}
+        assert flags["--reference"] == flags.get("--policy", flags["--reference"]), command
+    assert commands["eval"].parse_args([]).greedy is True  # the README's PPO row is the greedy policy
+    agents_run = commands["agents"]._subparsers._group_actions[0].choices["run"]
+    flags = {f: a.choices for a in agents_run._actions for f in a.option_strings}
+    assert list(flags["--reference"]) == list(NAMES)  # every model "policy:NAME" it plays

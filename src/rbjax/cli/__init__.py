@@ -30,6 +30,7 @@ from rbjax.cli.common import (
     CHECKPOINT_HELP,
     add_env_flags,
     add_global_options,
+    add_greedy_flag,
     add_plan_flags,
     check_writable_folder,
     command,
@@ -49,7 +50,6 @@ class _Parser(argparse.ArgumentParser):
 
 def _add_run_commands(sub) -> None:
     from rbjax.policies import NAMES
-    from rbjax.policies.registry import needs_checkpoint
 
     for name, policy, doc in (
         ("oracle", "oracle", "run the paper's oracle and compare with the paper's row"),
@@ -65,7 +65,7 @@ def _add_run_commands(sub) -> None:
                 help="the policy that runs the stores",
             )
             p.add_argument("--checkpoint", default=None, help=CHECKPOINT_HELP)
-            p.add_argument("--greedy", action="store_true", help="ppo: the most likely action, not a sample")
+            add_greedy_flag(p)
             add_plan_flags(p, "--policy plan, or --reference plan")
         else:
             p.set_defaults(policy=policy)
@@ -107,9 +107,9 @@ def _add_run_commands(sub) -> None:
         )
         slices.add_argument(
             "--reference",
-            choices=[n for n in NAMES if not needs_checkpoint(n)],
+            choices=NAMES,
             default="oracle",
-            help="--from-states: the policy each slice is compared with",
+            help="--from-states: the policy each slice is compared with (learned: the shipped one, greedy)",
         )
         add_env_flags(p)
         p.set_defaults(func=run.main)
@@ -127,7 +127,7 @@ def _add_sweep(sub) -> None:
         help="the policy run at every point (its params fields can be swept too)",
     )
     p.add_argument("--checkpoint", default=None, help=CHECKPOINT_HELP)
-    p.add_argument("--greedy", action="store_true", help="--policy ppo: the most likely action")
+    add_greedy_flag(p)
     add_plan_flags(p)
     swept = p.add_argument_group(
         "swept parameters", "comma-separated values of each; the grid is every combination of them"
@@ -152,24 +152,34 @@ def _add_sweep(sub) -> None:
 
 
 def _add_train(sub) -> None:
-    from rbjax.rl.distill.recipe import DistillConfig
+    doc = (
+        "train a learned policy: ppo (PPO in one jit, or a student fine-tuned with PPO over its own choice: ppo "
+        "--init STUDENT), or distill (a student of the lookahead planner, in rounds of approximate policy "
+        "iteration); a checkpoint and its curve"
+    )
+    p = sub.add_parser("train", help=doc, description=doc)
+    algorithms = p.add_subparsers(dest="algorithm", required=True, metavar="{ppo,distill}")
+    _add_train_ppo(algorithms)
+    _add_train_distill(algorithms)
+
+
+def _add_train_ppo(algorithms) -> None:
+    """``train ppo``: PPO, or a student's fine-tune (``--init STUDENT``)."""
     from rbjax.rl.finetune import FinetuneConfig
     from rbjax.rl.ppo import PPOConfig
 
-    d, dd, df = PPOConfig(), DistillConfig(), FinetuneConfig()
+    d, df = PPOConfig(), FinetuneConfig()
     doc = (
-        "train a learned policy: PPO (one jit), or a student of the lookahead planner (distill: rounds of "
-        "approximate policy iteration), or a student fine-tuned with PPO over its own choice (ppo --init STUDENT); "
-        "a checkpoint and its curve"
+        "train a learned policy: PPO (one jit), or a student fine-tuned with PPO over its own choice (ppo --init "
+        "STUDENT); a checkpoint and its curve"
     )
-    p = command(sub, "train", help=doc, description=doc)
-    p.add_argument("algorithm", choices=["ppo", "distill"], help="the learning algorithm")
+    p = command(algorithms, "ppo", help=doc, description=doc)
     p.add_argument(
         "--stores",
         type=int,
         default=None,
-        help=f"stores trained in parallel (ppo: {d.num_envs}; distill: stores played a round, "
-        f"{dd.labels.stores}; a student's fine-tune: {df.stores}, {df.copies} copies each)",
+        help=f"stores trained in parallel (ppo: {d.num_envs}; a student's fine-tune: {df.stores}, {df.copies} "
+        "copies each)",
     )
     p.add_argument(
         "--steps",
@@ -183,23 +193,21 @@ def _add_train(sub) -> None:
         "--epochs",
         type=int,
         default=None,
-        help=f"passes over each rollout per update (ppo: {d.epochs}; fine-tune: {df.epochs}) or over a round's "
-        f"labels (distill: {dd.epochs})",
+        help=f"passes over each rollout per update (ppo: {d.epochs}; fine-tune: {df.epochs})",
     )
     p.add_argument(
         "--lr",
         type=float,
         default=None,
-        help=f"Adam learning rate (ppo: {d.lr}, annealed; distill: {dd.lr}; fine-tune: the actor's, {df.lr})",
+        help=f"Adam learning rate (ppo: {d.lr}, annealed; fine-tune: the actor's, {df.lr})",
     )
     p.add_argument(
         "--hidden",
         type=int,
         default=None,
-        help=f"width of the network's hidden layers (ppo: {d.hidden}; distill: {dd.student.hidden})",
+        help=f"width of the network's hidden layers (ppo: {d.hidden})",
     )
     _add_ppo_flags(p, d, df)
-    _add_distill_flags(p, dd)
     p.add_argument(
         "--progress",
         type=int,
@@ -215,7 +223,7 @@ def _add_train(sub) -> None:
         "`rbjax train distill` (docs/rl.md, 'RL past the students')",
     )
     _add_finetune_flags(p)
-    p.add_argument("--out", default=None, help="run folder: checkpoint and curve (default runs/ALGORITHM)")
+    p.add_argument("--out", default=None, help="run folder: checkpoint and curve (default runs/ppo)")
     add_env_flags(p)
     p.set_defaults(func=train.main)
 
@@ -275,43 +283,55 @@ def _add_finetune_flags(p: argparse.ArgumentParser) -> None:
     )
 
 
-def _add_distill_flags(p: argparse.ArgumentParser, dd) -> None:
-    """``train distill``'s own flags (``dd``: the default ``DistillConfig``)."""
+def _add_train_distill(algorithms) -> None:
+    """``train distill``: a student of the lookahead planner (``rbjax.rl.distill``), its own flags only."""
+    from rbjax.rl.distill.recipe import DistillConfig
+
+    dd = DistillConfig()
+    L = dd.labels
+    doc = (
+        "train a student of the lookahead planner: rounds of play, label (the planner values each candidate on "
+        "--label-days mornings of every store) and fit; a checkpoint and its curve. The default recipe (3 rounds "
+        f"of {L.stores} stores x {L.days} days, the privileged student) takes about 30 minutes on 2 CPU cores "
+        "(1,806 s measured, benchmarks/results/distill.json); a progress line comes every 20 s or so"
+    )
+    p = command(algorithms, "distill", help=doc, description=doc)
     p.add_argument(
         "--student",
         choices=["privileged", "observed", "belief"],
         default="privileged",
-        help="distill: what the student reads: the oracle's view (policy distilled), the agent's observation "
-        "only (policy distilled_obs), or the belief from what the tools show, taught by plan_obs (policy "
-        "distilled_belief)",
+        help="what the student reads: the oracle's view (policy distilled), the agent's observation only (policy "
+        "distilled_obs), or the belief from what the tools show, taught by plan_obs (policy distilled_belief)",
     )
-    p.add_argument("--rounds", type=int, default=dd.rounds, help="distill: rounds of play, label, fit")
-    p.add_argument(
-        "--label-days",
-        type=int,
-        default=dd.labels.label_days,
-        help="distill: mornings labeled per store a round",
-    )
+    p.add_argument("--stores", type=int, default=L.stores, help="stores played a round")
+    p.add_argument("--rounds", type=int, default=dd.rounds, help="rounds of play, label, fit")
+    p.add_argument("--label-days", type=int, default=L.label_days, help="mornings labeled per store a round")
     p.add_argument(
         "--explore",
         type=float,
-        default=dd.labels.explore,
-        help="distill: share of store-days a random candidate is played between the labeled mornings",
+        default=L.explore,
+        help="share of store-days a random candidate is played between the labeled mornings",
     )
     for flag, metavar, default, what in (
-        ("--plan-futures", "M", dd.labels.futures, "futures per candidate"),
-        ("--plan-horizon", "H", dd.labels.horizon, "days each future runs"),
+        ("--plan-futures", "M", L.futures, "futures per candidate"),
+        ("--plan-horizon", "H", L.horizon, "days each future runs"),
     ):  # the labeling planner's M and H, named as run --policy plan names them
-        p.add_argument(
-            flag, type=int, default=default, metavar=metavar, help=f"distill: the labeler's {what}"
-        )
-    p.add_argument("--batch", type=int, default=dd.batch, help="distill: labels per Adam step")
+        p.add_argument(flag, type=int, default=default, metavar=metavar, help=f"the labeler's {what}")
+    p.add_argument("--epochs", type=int, default=dd.epochs, help="passes over a round's labels")
+    p.add_argument("--batch", type=int, default=dd.batch, help="labels per Adam step")
+    p.add_argument("--lr", type=float, default=dd.lr, help="Adam learning rate")
+    p.add_argument(
+        "--hidden", type=int, default=dd.student.hidden, help="width of the network's hidden layers"
+    )
     p.add_argument(
         "--aggregate",
         action=argparse.BooleanOptionalAction,
         default=dd.aggregate,
-        help="distill: fit each round on every round's labels so far (--no-aggregate: on its own)",
+        help="fit each round on every round's labels so far (--no-aggregate: on its own)",
     )
+    p.add_argument("--out", default=None, help="checkpoint folder (default runs/distill_STUDENT)")
+    add_env_flags(p)
+    p.set_defaults(func=train.main)
 
 
 def _add_bench(sub) -> None:

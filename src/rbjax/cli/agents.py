@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from rbjax.cli.agents_analysis import diagnose, replay_run, rescore_run
 from rbjax.cli.agents_run import FRESH, main, model_policy, summary
-from rbjax.cli.common import CHECKPOINT_HELP, add_env_flags, command
+from rbjax.cli.common import CHECKPOINT_HELP, add_env_flags, add_greedy_flag, command
 
 __all__ = ["FRESH", "add", "diagnose", "main", "model_policy", "replay_run", "rescore_run", "summary"]
 
@@ -133,13 +133,12 @@ def _language_model_flags(r) -> None:
 def _policy_flags(r) -> None:
     pol = r.add_argument_group("rbjax policies")
     pol.add_argument("--checkpoint", default=None, help=CHECKPOINT_HELP)
-    pol.add_argument("--greedy", action="store_true", help="policy:ppo: the most likely action")
+    add_greedy_flag(pol)
     pol.add_argument("--progress", type=int, default=30, help="progress line every N days (0: none)")
 
 
 def _slice_flags(r) -> None:
     from rbjax.policies import NAMES
-    from rbjax.policies.registry import needs_checkpoint
 
     sl = r.add_argument_group("task slices (an agent takes over stores mid-episode)")
     sl.add_argument(
@@ -166,7 +165,7 @@ def _slice_flags(r) -> None:
     )
     sl.add_argument(
         "--reference",
-        choices=[n for n in NAMES if not needs_checkpoint(n)],
+        choices=NAMES,
         default=None,
         help="--from-states: the policy the agent's decisions and results are compared with (default: oracle)",
     )

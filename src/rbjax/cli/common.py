@@ -89,34 +89,58 @@ def command(sub, name: str, **kwargs) -> argparse.ArgumentParser:
     return p
 
 
-def add_env_flags(p: argparse.ArgumentParser, days: int = 180) -> None:
-    p.add_argument("--days", type=int, default=days, help="days per store (the paper's runs: 180)")
+def add_env_flags(p: argparse.ArgumentParser, days: int | None = None) -> None:
+    """The env's flags, their defaults ``rbjax.env.EnvOptions``' (``days``: another default for --days)."""
+    from rbjax.config import GROUPINGS
+    from rbjax.env import EnvOptions
+
+    d = EnvOptions()
+    p.add_argument(
+        "--days", type=int, default=days or d.days, help=f"days per store (the paper's runs: {d.days})"
+    )
     p.add_argument("--seed", type=int, default=0, help="seed of the stores' random keys")
     p.add_argument(
         "--grouping",
-        choices=["20", "ref19"],
-        default="20",
+        choices=GROUPINGS,
+        default=d.grouping,
         help="categories: 20 (rbjax) or the reference's 19 labels",
     )
     p.add_argument(
         "--supplier-attempts",
         type=int,
-        default=50,
+        default=d.supplier_attempts,
         metavar="N",
         help="supplier worlds drawn per product at reset, one kept by the reference's selection rule (1: the "
         "first attempt, a reset 8x cheaper on a CPU)",
     )
-    p.add_argument("--data", default=None, help="catalogue folder (default: the shipped hard_v2 catalogue)")
+    p.add_argument("--data", default=d.data, help="catalogue folder (default: the shipped hard_v2 catalogue)")
+
+
+def add_greedy_flag(p) -> None:
+    """--greedy / --no-greedy: PPO's most likely action (the default, as the README's rows run it) or a sample."""
+    p.add_argument(
+        "--greedy",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="ppo: its most likely action; --no-greedy: a sample (the students always choose their best)",
+    )
+
+
+def options_of(args):
+    """The ``rbjax.env.EnvOptions`` of a command's env flags."""
+    from rbjax.env import EnvOptions
+
+    return EnvOptions(args.data, args.grouping, args.supplier_attempts, args.days)
 
 
 def make_env(args):
     """(Env, validated EnvParams with horizon = --days) from the flags: the process's one Env for them
-    (``runners.programs.env_and_params``), so the commands run in one process share their compiled programs."""
+    (``programs.env_and_params``), so the commands run in one process share their compiled programs."""
     from rbjax.env import OptionError
-    from rbjax.runners.programs import env_and_params
+    from rbjax.programs import env_and_params
 
     try:
-        return env_and_params(args.data, args.grouping, args.supplier_attempts, args.days)
+        return env_and_params(options_of(args))
     except OptionError as e:
         raise fail(e) from None
 
@@ -169,10 +193,8 @@ def make_policy(args, env):
     from rbjax import policies
 
     if policies.registry.needs_checkpoint(args.policy) and not getattr(args, "checkpoint", None):
-        raise fail(
-            f"--policy {args.policy} needs --checkpoint DIR: a folder written by `rbjax train "
-            f"{args.policy}` (the shipped one: python -c 'import rbjax; print(rbjax.PPO_CHECKPOINT)')"
-        )
+        writer = policies.registry.LEARNED_TABLE[args.policy].writer
+        raise fail(f"--policy {args.policy} needs --checkpoint DIR: none is shipped; `{writer}` writes one")
     try:
         return policies.make(
             args.policy,

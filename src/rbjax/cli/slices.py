@@ -99,7 +99,7 @@ def main_from_states(args, env) -> None:
     policy, policy_params = make_policy(args, env)
     try:
         plan = plan_settings(args) if args.reference in PLANNING else None
-        reference, reference_params = policies.make(args.reference, env, plan=plan)
+        reference, reference_params = policies.make(args.reference, env, greedy=True, plan=plan)
     except ValueError as e:
         raise fail(f"--reference {args.reference}: {said(e)}") from None
     tables = []

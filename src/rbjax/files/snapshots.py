@@ -29,7 +29,6 @@ key stream (common random numbers: every branch sees the same demand luck) or in
 from __future__ import annotations
 
 import dataclasses
-import functools
 import hashlib
 import json
 import os
@@ -40,6 +39,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from rbjax import programs
 from rbjax.checks import is_concrete, need_count
 from rbjax.config import EnvConfig
 from rbjax.data.catalog import FIELDS, Catalog
@@ -268,10 +268,10 @@ def _unflatten(path: str, prefix: str, template, arrays: dict, stores: int, per_
     return jax.tree_util.tree_unflatten(treedef, leaves)
 
 
-@functools.cache
 def state_template(env: Env) -> EnvState:
-    """One store's EnvState as ShapeDtypeStructs (traced once per env)."""
-    return jax.eval_shape(env.reset, jax.random.key(0), env.default_params())[1]
+    """One store's EnvState as ShapeDtypeStructs (traced once per env: ``rbjax.programs``)."""
+    trace = lambda: jax.eval_shape(env.reset, jax.random.key(0), env.default_params())[1]  # noqa: E731
+    return programs.cached("snapshots.state_template", trace, env)
 
 
 # ---------------------------------------------------------------------------------------------- checks

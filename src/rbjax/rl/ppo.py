@@ -28,6 +28,7 @@ import optax
 from flax import struct
 from flax.training.train_state import TrainState
 
+from rbjax import programs
 from rbjax.checks import need_count
 from rbjax.env import Env
 from rbjax.params import EnvParams
@@ -158,10 +159,15 @@ def policy_heads(net: ActorCritic, params: PPOPolicyParams, obs, supplier_prior:
     )[0]
 
 
-@functools.cache
 def make_policy(num_suppliers: int, hidden: int, supplier_prior: float) -> Callable:
-    """A rollout policy ``policy(PPOPolicyParams, obs, privileged, key) -> Action`` (cached per shape, so
-    rollouts with it compile once). ``supplier_prior``: the ``PPOConfig`` value the network was trained with."""
+    """A rollout policy ``policy(PPOPolicyParams, obs, privileged, key) -> Action`` (one per shape, kept by
+    ``rbjax.programs``, so rollouts with it compile once). ``supplier_prior``: the ``PPOConfig`` value the network
+    was trained with."""
+    build = lambda: _policy(num_suppliers, hidden, supplier_prior)  # noqa: E731
+    return programs.cached("ppo.policy", build, None, (num_suppliers, hidden, supplier_prior))
+
+
+def _policy(num_suppliers: int, hidden: int, supplier_prior: float) -> Callable:
     net = network(num_suppliers, hidden)
 
     def ppo_policy(params: PPOPolicyParams, obs, privileged, key):

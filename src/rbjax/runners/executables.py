@@ -36,7 +36,6 @@ import sys
 import tempfile
 import time
 import warnings
-import weakref
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -46,16 +45,6 @@ import numpy as np
 
 FORMAT = 2  # bump when the file layout changes
 FOLDER = "rbjax-programs"
-_LIVE: weakref.WeakSet = weakref.WeakSet()  # every StoredProgram, for ``forget``
-
-
-def forget() -> None:
-    """Drop the executables every ``StoredProgram`` holds in memory (as ``jax.clear_caches()`` drops jit's);
-    the next call loads them from disk again, or compiles them."""
-    for program in list(_LIVE):
-        program._executables.clear()
-
-
 @functools.cache
 def source_hash() -> str:
     """SHA-256 of the rbjax package's Python sources (paths and contents), computed once per process."""
@@ -143,7 +132,6 @@ class StoredProgram:
         self._executables: dict[str, Any] = {}
         self.loaded = self.built = 0
         self.seconds = dict.fromkeys(("trace", "store", "load", "lower", "compile"), 0.0)
-        _LIVE.add(self)
 
     def key(self, args: Sequence[Any]) -> str:
         """The file name (a hash) of the program for these arguments."""

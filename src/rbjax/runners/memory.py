@@ -4,13 +4,13 @@ against measured peaks."""
 
 from __future__ import annotations
 
-import functools
 import os
 from collections.abc import Sequence
 
 import jax
 import numpy as np
 
+from rbjax import programs
 from rbjax.env import Env
 from rbjax.results.records import summarize
 from rbjax.runners import executables
@@ -71,10 +71,11 @@ def host_available_bytes() -> int:
     return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
 
 
-@functools.cache
 def state_shape(env: Env):
-    """One store's EnvState as shapes and dtypes (a trace of the reset, run once per env)."""
-    return jax.eval_shape(env.reset, jax.random.key(0), env.default_params())[1]
+    """One store's EnvState as shapes and dtypes (``rbjax.files.snapshots.state_template``)."""
+    from rbjax.files.snapshots import state_template
+
+    return state_template(env)
 
 
 def store_bytes(env: Env) -> int:
@@ -89,7 +90,6 @@ def env_parts(env: Env) -> tuple | None:
     return None if ident is None else (ident,)
 
 
-@functools.cache
 def record_bytes(env: Env, records: str) -> int:
     """Bytes of one store-day's records: "summary" (DaySummary) or "full" (DayInfo) (found by a trace of the
     step, kept on disk: ``executables.remembered``)."""
@@ -100,7 +100,10 @@ def record_bytes(env: Env, records: str) -> int:
         return nbytes(info if records == "full" else jax.eval_shape(summarize, info))
 
     parts = env_parts(env)
-    return executables.remembered("rollout.record_bytes", None if parts is None else (*parts, records), trace)
+    remember = lambda: executables.remembered(  # noqa: E731
+        "rollout.record_bytes", None if parts is None else (*parts, records), trace
+    )
+    return programs.cached("memory.record_bytes", remember, env, (records,))
 
 
 def nbytes(tree) -> int:

@@ -21,14 +21,14 @@ import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 
+from rbjax import programs
 from rbjax.arguments import ArgumentError
 from rbjax.checks import is_whole, need_count
+from rbjax.day_loop import Policy, scan_days
 from rbjax.env import Env
 from rbjax.files.snapshots import Snapshot
 from rbjax.results import stats
-from rbjax.runners import programs
 from rbjax.runners.continuation import rollout_from
-from rbjax.runners.day_loop import Policy, scan_days
 from rbjax.runners.rollout_programs import observer
 from rbjax.state import Action, EnvState
 
@@ -65,7 +65,7 @@ def _gap_program(env: Env, policy: Policy, reference: Policy):
 
     def build():
         def one(pp, rp, ep, obs, state, key, first_day, days):
-            def gaps(obs, privileged, state, action, k_pol):
+            def gaps(day, obs, privileged, state, action, k_pol):
                 g = decision_gaps(action, reference(rp, obs, privileged, k_pol), state)
                 return jnp.where(state.done, 0, g)
 

@@ -1,5 +1,5 @@
 """The compiled programs of a rollout: the reset, the morning observation, and the days of a batch of stores
-(``vmap`` over stores, sharded over devices), each built once per process (``rbjax.runners.programs``) and kept
+(``vmap`` over stores, sharded over devices), each built once per process (``rbjax.programs``) and kept
 on disk where it can be named (``rbjax.runners.executables``)."""
 
 from __future__ import annotations
@@ -7,10 +7,11 @@ from __future__ import annotations
 import jax
 from jax.sharding import PartitionSpec as P
 
+from rbjax import programs
+from rbjax.day_loop import Policy, scan_days
 from rbjax.env import Env
 from rbjax.results.records import summarize
-from rbjax.runners import executables, programs
-from rbjax.runners.day_loop import Policy, scan_days
+from rbjax.runners import executables
 from rbjax.runners.placement import STORES, mesh_map, one_process, place, specs
 
 

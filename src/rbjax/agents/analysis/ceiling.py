@@ -27,14 +27,17 @@ def reference_finals(settings: dict, names=(ORACLE, CEILING), plan=None) -> dict
     import jax
 
     from rbjax import policies
-    from rbjax.runners.programs import env_and_params
+    from rbjax.env import EnvOptions
+    from rbjax.programs import env_and_params
     from rbjax.runners.rollout import rollout
 
     env, params = env_and_params(
-        settings.get("data"),
-        settings.get("grouping") or "20",
-        int(settings.get("supplier_attempts", 50)),
-        int(settings["days"]),
+        EnvOptions(
+            settings.get("data"),
+            settings.get("grouping") or EnvOptions.grouping,
+            int(settings.get("supplier_attempts", EnvOptions.supplier_attempts)),
+            int(settings["days"]),
+        )
     )
     keys = jax.random.split(jax.random.key(int(settings["seed"])), int(settings["stores"]))
     out = {}

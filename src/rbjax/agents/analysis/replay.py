@@ -27,10 +27,11 @@ import os
 
 import numpy as np
 
+from rbjax import programs
 from rbjax.agents.runs.folder import load_records, read_settings, read_traces, resumable
 from rbjax.agents.tools.trace import TIMING_FIELDS, TraceWriter, record
+from rbjax.env import EnvOptions
 from rbjax.files.record_files import atomic_file
-from rbjax.runners import programs
 from rbjax.state import DayInfo
 
 KINDS = {  # a trace record's field -> the kind of difference
@@ -98,7 +99,7 @@ class _Collected(TraceWriter):
 # ---------------------------------------------------------------------------------------------- the run
 def rebuild(run_dir: str, settings: dict, data: str | None = None, env=None, params=None, keys=None):
     """(Env, EnvParams, keys [stores] typed keys, notes: list of str) of the run: the process's env
-    (``runners.programs.env_and_params``) for run.json's grouping, supplier attempts and days (unless
+    (``programs.env_and_params``) for run.json's grouping, supplier attempts and days (unless
     ``env``/``params`` are given), keys ``split(key(seed), stores)`` (unless ``keys``), checked against the
     digests a language-model run's run.json holds. ValueError (one line) when they do not fit."""
     import jax
@@ -114,7 +115,7 @@ def rebuild(run_dir: str, settings: dict, data: str | None = None, env=None, par
             )
         # one env (and its compiled programs) per process for these options; an OptionError names the option
         env, params = programs.env_and_params(
-            data, settings["grouping"], settings["supplier_attempts"], settings["days"]
+            EnvOptions(data, settings["grouping"], settings["supplier_attempts"], settings["days"])
         )
     if params is None:
         params = env.default_params()
@@ -272,7 +273,7 @@ def replay(
     """Play the run in ``run_dir`` again from its traces and compare it with the run (module docstring).
 
     env, params, keys: the run's (default: rebuilt from run.json: the process's env for its options,
-    ``runners.programs.env_and_params``, and ``split(key(seed), stores)``; a run started from Python without a
+    ``programs.env_and_params``, and ``split(key(seed), stores)``; a run started from Python without a
     seed or grouping in its run.json needs them). data: the catalogue folder when not the shipped one.
     rerun_code: run ``execute_code`` snippets again instead of taking their output from the trace.
     explicit_news: override the run's news texts (a policy run's run.json does not record ``--news-text``).

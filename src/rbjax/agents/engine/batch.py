@@ -13,12 +13,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from rbjax import programs
 from rbjax.agents.engine.ledger import Today
 from rbjax.env import Env
 from rbjax.kernels.rng import day_keys
 from rbjax.model import orders
 from rbjax.params import EnvParams
-from rbjax.runners import programs
 from rbjax.runners.batches import batch_bucket
 from rbjax.state import Action, OrderLines
 

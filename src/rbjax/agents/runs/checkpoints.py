@@ -10,7 +10,6 @@ rbjax's pickles) is refused, never read (``refuse_old_checkpoints``).
 from __future__ import annotations
 
 import dataclasses
-import functools
 import glob
 import json
 import os
@@ -18,6 +17,7 @@ import os
 import jax
 import numpy as np
 
+from rbjax import programs
 from rbjax.agents.engine.batch import AgentEngine
 from rbjax.agents.engine.ledger import StoreLedger
 from rbjax.agents.llm.frameworks import LLMAgent
@@ -211,16 +211,17 @@ def day_records(path: str, engine: AgentEngine, arrays: dict, days: int) -> list
     return [(d, DayInfo(**{k: v[d] for k, v in fields.items()})) for d in range(days)]
 
 
-@functools.cache
 def info_template(env) -> DayInfo:
-    """One store-day's ``DayInfo`` as ShapeDtypeStructs (traced once per env)."""
+    """One store-day's ``DayInfo`` as ShapeDtypeStructs (traced once per env: ``rbjax.programs``)."""
     from rbjax.files.snapshots import state_template
     from rbjax.state import Action
 
-    params = env.default_params()
-    return jax.eval_shape(
-        lambda s: env.step(jax.random.key(0), s, Action.noop(s), params)[-1], state_template(env)
-    )
+    def trace() -> DayInfo:
+        params = env.default_params()
+        step = lambda s: env.step(jax.random.key(0), s, Action.noop(s), params)[-1]  # noqa: E731
+        return jax.eval_shape(step, state_template(env))
+
+    return programs.cached("checkpoints.info_template", trace, env)
 
 
 def old_checkpoints(out: str) -> list[str]:

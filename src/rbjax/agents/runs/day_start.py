@@ -28,7 +28,7 @@ from rbjax.agents.runs import history
 from rbjax.agents.runs.loop import empty_ledger, make_stores, store_tools
 from rbjax.agents.tools.store import StoreTools
 from rbjax.arguments import ArgumentError
-from rbjax.env import Env
+from rbjax.env import Env, EnvOptions
 from rbjax.files.snapshots import Snapshot, params_fingerprint
 from rbjax.params import EnvParams
 
@@ -136,12 +136,14 @@ def run_env(folder: str, data: str | None = None) -> Env:
     """The env of the run that saved the slices folder ``folder``: its grouping, supplier attempts and days, the
     catalogue ``data`` (default the run's); one per process for these options, so the days of one folder share
     its compiled programs. ValueError (one line; an ``OptionError`` names the option) for one that does not fit."""
+    from rbjax import programs
     from rbjax.files.slices_folder import read_manifest
-    from rbjax.runners import programs
 
     m = read_manifest(folder)
     data = m.get("data") if data is None else data
-    env, _ = programs.env_and_params(data, m["grouping"], m["supplier_attempts"], m.get("days", 180))
+    env, _ = programs.env_and_params(
+        EnvOptions(data, m["grouping"], m["supplier_attempts"], m.get("days", EnvOptions.days))
+    )
     return env
 
 

@@ -82,7 +82,7 @@ def open_from_states(
         policy_params,
         days=days,
         stores=stores if ids is None else ids,
-        reference=policies.make(reference, start.env),
+        reference=policies.make(reference, start.env, greedy=True),  # a learned one as the CLI runs it
         progress=progress,
         past=past,
         **tool_options,

@@ -10,7 +10,6 @@ scheduler at ``end_today``. Outputs per store: ``store_{s}/tool_calls.jsonl``.
 from __future__ import annotations
 
 import asyncio
-import functools
 import os
 import random
 import sys
@@ -21,6 +20,7 @@ from typing import Protocol
 import jax
 import numpy as np
 
+from rbjax import programs
 from rbjax.agents.engine.batch import AgentEngine
 from rbjax.agents.engine.ledger import StoreLedger, Today
 from rbjax.agents.engine.scheduler import DayScheduler
@@ -61,10 +61,10 @@ def make_stores(
     return stores
 
 
-@functools.cache
 def names_of(env) -> Names:
-    """The product, supplier and date names of ``env``'s catalogue, one ``Names`` shared by all its stores."""
-    return Names(env.catalog, env.config.num_suppliers)
+    """The product, supplier and date names of ``env``'s catalogue, one ``Names`` shared by all its stores (kept
+    with the env's programs, ``rbjax.programs``)."""
+    return programs.cached("tools.names", lambda: Names(env.catalog, env.config.num_suppliers), env)
 
 
 def store_tools(

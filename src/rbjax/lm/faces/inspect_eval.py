@@ -62,7 +62,9 @@ from pydantic import Field
 from rbjax.agents.llm.frameworks import Rules
 from rbjax.agents.llm.prompts import Prompts, catalog_text
 from rbjax.agents.tools.specs import TOOL_NAMES, TOOL_SPECS, describe
+from rbjax.config import GROUPINGS
 from rbjax.counts import need_count
+from rbjax.env import EnvOptions
 from rbjax.results.metrics import MAIN_TABLE
 
 MAX_RETRIES = (
@@ -70,7 +72,6 @@ MAX_RETRIES = (
 )
 EPISODE = "episode"  # the source policy named in a full episode's task ids: no slices folder, the opening day
 MEMORIES = ("day", "episode")
-GROUPINGS = ("20", "ref19")  # the categories of ``rbjax.env.make_env``
 PARAMETERS = (  # retail's -T parameters
     "tasks", "stores", "days", "seed", "grouping", "supplier_attempts", "data", "slots", "reward", "max_turns",
     "invalid_turns", "memory", "prompts", "compact_catalog", "code_timeout", "explicit_news", "max_retries",
@@ -85,11 +86,11 @@ _OPENING: dict = {}  # {event loop: asyncio.Lock} (opening_lock)
 def retail(
     tasks: str | None = None,
     stores: int | None = None,
-    days: int = 180,
+    days: int = EnvOptions.days,
     seed: int = 0,
-    grouping: str = "20",
-    supplier_attempts: int = 50,
-    data: str | None = None,
+    grouping: str = EnvOptions.grouping,
+    supplier_attempts: int = EnvOptions.supplier_attempts,
+    data: str | None = EnvOptions.data,
     slots: int = 64,
     reward: str = "relative",
     max_turns: int = 50,
@@ -221,11 +222,13 @@ def episode_dataset(stores: int, env: dict, pool: dict, ceiling: bool = False) -
     ``ceiling`` (score the share of the agent's ceiling)."""
     from rbjax.env import OptionError
     from rbjax.lm.tasks import task_id
-    from rbjax.runners.programs import env_and_params
+    from rbjax.programs import env_and_params
 
     days, seed = env["days"], env["seed"]
     try:
-        made, params = env_and_params(env["data"], env["grouping"], env["supplier_attempts"], days)
+        made, params = env_and_params(
+            EnvOptions(env["data"], env["grouping"], env["supplier_attempts"], days)
+        )
     except OptionError as e:
         raise ValueError(str(e)) from None
     date = made.catalog.date_of(int(params.open_day)).isoformat()
@@ -332,9 +335,9 @@ def episode_start(stores: int, days: int, seed: int, grouping: str, supplier_att
     from rbjax.agents.runs.day_start import DayStart
     from rbjax.agents.runs.loop import make_stores
     from rbjax.files.snapshots import Snapshot
-    from rbjax.runners.programs import env_and_params
+    from rbjax.programs import env_and_params
 
-    env, params = env_and_params(data, grouping, supplier_attempts, days)
+    env, params = env_and_params(EnvOptions(data, grouping, supplier_attempts, days))
     keys = jax.random.split(jax.random.key(seed), stores)
     engine = AgentEngine(env, params, keys)
     state = jax.tree.map(lambda x: np.asarray(x)[:stores], jax.device_get(engine.state))
