@@ -155,7 +155,9 @@ def test_the_readmes_gpu_figure_is_the_recorded_one():
     assert f"about {best / 1e6:.0f} million on one {gpu}" in (ROOT / "README.md").read_text()
     docs = (ROOT / "docs" / "performance.md").read_text()
     for r in rec["rows"]:  # benchmarks/gpu.py writes float rates; the docs print them rounded
-        row = f"| {r['batch']:,} | {r['resets_per_s']:,} | {r['store_days_per_s']:,.0f} | {r['first_call_s']} |"
+        row = (
+            f"| {r['batch']:,} | {r['resets_per_s']:,} | {r['store_days_per_s']:,.0f} | {r['first_call_s']} |"
+        )
         assert row in docs, r["batch"]
     for v in ab(rec).values():
         assert f"{v['best']:,.0f} ({v['median']:,.0f})" in docs, v
