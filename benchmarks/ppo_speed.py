@@ -29,7 +29,7 @@ from agent_tools import markdown_table
 import rbjax
 from rbjax.perf.op_profile import by_function, kernel_profile
 from rbjax.perf.profiling import time_call
-from rbjax.rl import ppo
+from rbjax.rl import ppo, ppo_policy
 from rbjax.runners.rollout_programs import compiled
 
 OUT = Path(__file__).parent / "out"
@@ -87,7 +87,7 @@ def main(argv=None) -> pd.DataFrame:
     t_reset = time_call(reset, keys, env_params, repeats=args.repeats)
     print(f"reset: {t_reset:.2f} s", flush=True)
 
-    fn = ppo.make_policy(env.config.num_suppliers, config.hidden, config.supplier_prior)
+    fn = ppo_policy.make_policy(env.config.num_suppliers, config.hidden, config.supplier_prior)
     _, chunk = compiled(env, fn, "summary", None, None, device)
     engine = lambda obs, state: chunk(policy, env_params, obs, state, keys, np.int32(0), T)
     t_engine = time_call(engine, obs, state, repeats=args.repeats, fresh=True)  # the chunk donates its state

@@ -27,7 +27,7 @@ from rbjax import policies
 from rbjax.policies.oracle import best_supplier
 from rbjax.results import metrics
 from rbjax.rl import actions as A
-from rbjax.rl import ppo
+from rbjax.rl import ppo_policy
 from rbjax.rl.train import load
 from rbjax.state import Privileged
 
@@ -67,10 +67,10 @@ def oracle_with(stand_in, news: bool):
 def ppo_with(env, checkpoint, stand_in):
     """The greedy PPO policy of ``checkpoint`` with its supplier replaced by the stand-in's best (None: its own)."""
     params, config = load(checkpoint, env)
-    net = ppo.network(env.config.num_suppliers, config.hidden)
+    net = ppo_policy.network(env.config.num_suppliers, config.hidden)
 
     def policy(p, obs, hidden, key):
-        choice = A.mode(ppo.policy_heads(net, p, obs, config.supplier_prior))
+        choice = A.mode(ppo_policy.policy_heads(net, p, obs, config.supplier_prior))
         if stand_in is not None:
             supplier, _ = best_supplier(stand_in(obs, hidden), obs.quote_price)
             choice = choice.replace(supplier=supplier.astype(jnp.int32))

@@ -49,6 +49,12 @@ def cached(kind: str, build: Callable[[], T], env: Any = None, parts: tuple[Hash
     return held[key]
 
 
+def held(kind: str) -> dict[tuple, Any]:
+    """{parts: what was built} of every program of no env of ``kind`` held now (``cached(kind, ..., None,
+    parts)``): a face's pools, for a look at them."""
+    return {key[1:]: value for key, value in _NO_ENV.items() if key[0] == kind}
+
+
 def clear(keep_envs: bool = False) -> None:
     """Drop every program the holder keeps (each env's, those of no env, with the executables a stored program
     holds), the process's envs by options (unless ``keep_envs``: the tests keep their session's env), and what

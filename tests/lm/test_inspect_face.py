@@ -44,8 +44,10 @@ from inspect_ai.model import (  # noqa: E402
 )
 from inspect_ai.tool import ToolCall  # noqa: E402
 
+from rbjax import programs  # noqa: E402
 from rbjax.cli import main  # noqa: E402
-from rbjax.lm.faces.inspect_eval import POOLS, retail  # noqa: E402
+from rbjax.lm.faces.inspect_eval import retail  # noqa: E402
+from rbjax.lm.faces.inspect_pool import POOL_KIND  # noqa: E402
 from rbjax.lm.pool import SessionPool  # noqa: E402
 
 pytestmark = pytest.mark.slow  # a slices run, agent runs and Inspect evals
@@ -340,7 +342,7 @@ def test_a_failed_model_call_is_an_error_not_a_score(tasks_file):
         )
     assert log.samples and all(s.error is not None and not s.scores for s in log.samples)
     assert not log.results or not log.results.scores or log.results.scores[0].scored_samples == 0
-    (shared,) = [p for k, p in POOLS.items() if k[0] == "slices"]
+    (shared,) = [p for (k,), p in programs.held(POOL_KIND).items() if k[0] == "slices"]
     assert len(shared.pool.free) == SLOTS and not shared.pool.sessions
 
 

@@ -18,11 +18,15 @@ SLOTS = 8
 
 
 @pytest.fixture(scope="module")
-def url(tasks_file):
+def app(tasks_file):
     from rbjax.lm.faces.openenv_env import make_app
 
     # max_wait 1 s: two clients on one loop park within it even on a busy host, so each day is one step
-    app = make_app(str(tasks_file), slots=SLOTS, idle_timeout=600, max_wait=1.0)
+    return make_app(str(tasks_file), slots=SLOTS, idle_timeout=600, max_wait=1.0)
+
+
+@pytest.fixture(scope="module")
+def url(app):
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning"))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
@@ -48,11 +52,10 @@ def wait_free(url, free, timeout=5.0):
     return get(url, "/rbjax/health")
 
 
-def test_two_mcp_sessions_are_isolated_and_share_steps(url):
+def test_two_mcp_sessions_are_isolated_and_share_steps(app, url):
     from openenv.core.mcp_client import MCPToolClient
 
     from rbjax.agents.tools.specs import TOOL_SPECS, describe
-    from rbjax.lm.faces import openenv_env
 
     ids = get(url, "/rbjax/tasks")
     both_open = asyncio.Event()
@@ -94,7 +97,7 @@ def test_two_mcp_sessions_are_isolated_and_share_steps(url):
     assert obs0.text != obs1.text and funds0["text"] != funds1["text"]  # each its own store
     assert end0["reward"] is not None and end1["reward"] is not None and days0 == days1 >= 1
     # one step a day for both, the days of the reference's continuation included
-    tail = openenv_env.TASKS[ids[0]].tail
+    tail = app.state.rbjax.tasks[ids[0]].tail
     assert get(url, "/rbjax/health")["flushes"] - before == days0 + 1 + tail
     assert wait_free(url, SLOTS)["free"] == SLOTS  # leaving the client closed both sessions
 
@@ -159,13 +162,11 @@ def post(url, path, body):
         return e.code, json.loads(e.read())
 
 
-def test_only_served_tasks_reset_with_the_servers_own_task(url, tasks_file, slices_dir, tmp_path):
+def test_only_served_tasks_reset_with_the_servers_own_task(app, url, tasks_file, slices_dir, tmp_path):
     from openenv import GenericEnvClient
 
-    from rbjax.lm.faces import openenv_env
-
     row = json.loads(tasks_file.read_text().splitlines()[0])
-    served = openenv_env.TASKS[row["id"]]
+    served = app.state.rbjax.tasks[row["id"]]
     said = {"from_states": "from_states", "absent folder": "from_states", "reference_gain": "reference_gain"}
     said.update(scale="in scale", unknown="not a served task")
     refused = [*foreign_rows(row, slices_dir, tmp_path).items(), ("unknown", {**row, "id": "no-such-task"})]
@@ -174,7 +175,7 @@ def test_only_served_tasks_reset_with_the_servers_own_task(url, tasks_file, slic
         async with GenericEnvClient(base_url=url) as g:
             for spec in (row["id"], row, {**row, "split": "train"}):  # an id, the row, the row with a column
                 r = await g.reset(task=spec)
-                assert openenv_env._pool().sessions[r.observation["session"]].task is served
+                assert app.state.rbjax.session_pool().sessions[r.observation["session"]].task is served
             for what, bad in refused:
                 with pytest.raises(RuntimeError) as e:
                     await g.reset(task=bad)
@@ -193,7 +194,7 @@ def test_only_served_tasks_reset_with_the_servers_own_task(url, tasks_file, slic
     assert status == 200 and answer["observation"]["task"] == row["id"]
     assert not (tmp_path / "nowhere").exists()
     assert not list((tmp_path / "foreign").glob("tools_day_*")), "a foreign folder's history was made"
-    assert all(key[0] == served.from_states for key in openenv_env._pool().starts), (
+    assert all(key[0] == served.from_states for key in app.state.rbjax.session_pool().starts), (
         "a foreign folder was opened"
     )
     assert wait_free(url, SLOTS)["free"] == SLOTS

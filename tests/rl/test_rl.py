@@ -13,7 +13,7 @@ from helpers import oracle_layout, uncommitted
 import rbjax
 from rbjax.policies import RandomParams, random_policy
 from rbjax.rl import actions as A
-from rbjax.rl import ppo
+from rbjax.rl import ppo, ppo_policy
 from rbjax.rl.features import encode, feature_sizes
 from rbjax.rl.normalize import RunningStats
 from rbjax.rl.rewards import product_rewards
@@ -124,7 +124,9 @@ def test_ppo_policy_adds_the_supplier_prior_to_its_logits(env, params):
 
     def ordered_from(prior):
         policy = jax.jit(
-            jax.vmap(ppo.make_policy(env.config.num_suppliers, config.hidden, prior), (None, 0, None, None))
+            jax.vmap(
+                ppo_policy.make_policy(env.config.num_suppliers, config.hidden, prior), (None, 0, None, None)
+            )
         )
         order = np.asarray(policy(policy_params, obs, None, jax.random.key(0)).order)
         lines = order > 0
@@ -274,7 +276,7 @@ def evaluate(env, params, policy_params, config, seeds=256):
     keys = jax.random.split(jax.random.key(123), seeds)
     rec, _ = rbjax.rollout(
         env,
-        ppo.make_policy(env.config.num_suppliers, config.hidden, config.supplier_prior),
+        ppo_policy.make_policy(env.config.num_suppliers, config.hidden, config.supplier_prior),
         policy_params,
         params,
         keys,

@@ -35,6 +35,7 @@ from rbjax.cli.common import (
     check_writable_folder,
     command,
 )
+from rbjax.config import EPISODE_DAYS
 
 POSITIVE = ("stores", "days", "seeds", "batch_size", "store_chunk", "max_tokens")
 NONNEGATIVE = ("progress",)
@@ -186,8 +187,8 @@ def _add_train_ppo(algorithms) -> None:
         type=int,
         default=None,
         help=f"ppo: store-days of experience in total ({d.total_steps:,}; from a student: "
-        f"{df.updates * df.stores * df.copies * 180:,}, {df.updates} updates of --stores x {df.copies} copies x "
-        "--days)",
+        f"{df.updates * df.stores * df.copies * EPISODE_DAYS:,}, {df.updates} updates of --stores x "
+        f"{df.copies} copies x --days)",
     )
     p.add_argument(
         "--epochs",

@@ -9,6 +9,7 @@ import os
 
 from rbjax.cli.common import check_snapshot_flags, fail, plan_settings, plural
 from rbjax.cli.run import write_survival
+from rbjax.env import EnvOptions
 from rbjax.files.record_files import atomic_file
 from rbjax.policies.registry import PLANNING
 
@@ -85,7 +86,10 @@ def finish_saving(saver) -> None:
     )
 
 
-FRESH = {"stores": 8, "days": 180, "grouping": "20", "supplier_attempts": 50}  # left None by the parser
+FRESH = {  # left None by the parser
+    "stores": 8,
+    **{f: getattr(EnvOptions, f) for f in ("days", "grouping", "supplier_attempts")},
+}
 
 
 def fresh_defaults(args) -> None:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from rbjax.config import EPISODE_DAYS
+
 
 def check_batches(text: str, error) -> None:
     """``--batches``: comma-separated whole numbers >= 1 (``error(message)`` otherwise)."""
@@ -28,7 +30,7 @@ def main(args) -> None:
     if args.quick:
         return quick(args, n)
     policies, batches = list(profiler.POLICIES), [int(b) for b in args.batches.split(",")]
-    days, counts, substep_batch, drift = args.days, sorted({1, n}), 1024, (16, 180)
+    days, counts, substep_batch, drift = args.days, sorted({1, n}), 1024, (16, EPISODE_DAYS)
     print(profiler.run(policies, batches, days, counts, substep_batch, drift, Path(args.out)))
     print(f"wrote {args.out}/bench.md, bench.csv, substeps.csv, bench.png")
 

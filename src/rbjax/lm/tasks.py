@@ -26,6 +26,7 @@ from rbjax.agents.engine.batch import AgentEngine
 from rbjax.agents.runs.day_start import keep_histories, open_day_start, seat, take_stores
 from rbjax.agents.runs.history import warm_up
 from rbjax.arguments import ArgumentError
+from rbjax.config import EPISODE_DAYS
 from rbjax.counts import is_whole
 from rbjax.files.record_files import atomic_file
 from rbjax.files.slices_folder import open_slices_folder, read_manifest
@@ -235,7 +236,7 @@ def make_tasks(
         raise ArgumentError(f"{{tail}} must be an int >= 0, got {tail!r}", "tail")
     for day in days_in:
         open_slices_folder(folder, day)  # checks the day exists, one-line errors
-        check_tail(day, days, int(tail), int(manifest.get("days", 180)))
+        check_tail(day, days, int(tail), int(manifest.get("days", EPISODE_DAYS)))
     keep_histories(folder, days_in, stores, progress, note)  # one play for every day's tool history
     tasks = []
     for day in days_in:

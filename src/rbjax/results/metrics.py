@@ -18,6 +18,7 @@ import jax
 import numpy as np
 import pandas as pd
 
+from rbjax.config import EPISODE_DAYS
 from rbjax.results import paper, stats
 from rbjax.results.records import DaySummary, summarize
 from rbjax.state import DayInfo
@@ -174,7 +175,7 @@ def broken_line(broken, stores: int) -> str:
     )
 
 
-PAPER_DAYS = 180  # the paper's runs are 180 days long
+PAPER_DAYS = EPISODE_DAYS  # the paper's runs are one episode long
 # one number format per metric, whatever its magnitude; any other metric: 4 significant digits
 _WHOLE, _DAYS, _PER_DAY, _RATIO = "{:,.0f}", "{:,.1f}", "{:,.2f}", "{:.4f}"
 FORMATS = {

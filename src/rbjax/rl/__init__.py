@@ -2,7 +2,8 @@
 
 from rbjax.rl.actions import Choice, Heads, decode
 from rbjax.rl.features import encode, feature_sizes
-from rbjax.rl.ppo import PPOConfig, PPOPolicyParams, make_policy, make_train, policy_params
+from rbjax.rl.ppo import PPOConfig, make_train, policy_params
+from rbjax.rl.ppo_policy import PPOPolicyParams, make_policy
 
 __all__ = [
     "Choice",

@@ -18,7 +18,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -28,7 +27,6 @@ import optax
 from flax import struct
 from flax.training.train_state import TrainState
 
-from rbjax import programs
 from rbjax.checks import need_count
 from rbjax.env import Env
 from rbjax.params import EnvParams
@@ -36,6 +34,7 @@ from rbjax.rl import actions as A
 from rbjax.rl.features import encode, feature_sizes
 from rbjax.rl.network import ActorCritic
 from rbjax.rl.normalize import RunningStats
+from rbjax.rl.ppo_policy import PPOPolicyParams, forward, network
 from rbjax.rl.rewards import product_rewards
 
 
@@ -99,16 +98,6 @@ class PPOConfig:
 
 
 @struct.dataclass
-class PPOPolicyParams:
-    """Everything a trained policy needs to act: network weights and the observation statistics."""
-
-    net: Any
-    products: RunningStats  # [F]
-    globals_: RunningStats  # [G]
-    greedy: jax.Array  # [] bool: the most likely choice instead of a sample
-
-
-@struct.dataclass
 class Runner:
     """The training loop's carry: optimiser state, statistics, the B stores in play and their pool."""
 
@@ -135,50 +124,6 @@ class Transition:
     value: jax.Array  # [B, J]
     reward: jax.Array  # [B, J] scaled
     done: jax.Array  # [B]
-
-
-def network(num_suppliers: int, hidden: int) -> ActorCritic:
-    """The policy's ``ActorCritic``: (products [J, F], glob [G]) -> (Heads, values [J])."""
-    return ActorCritic(num_suppliers=num_suppliers, hidden=hidden)
-
-
-def forward(net: ActorCritic, params, products, glob, prior) -> tuple[A.Heads, jax.Array]:
-    """One store's (Heads, values [J]) from its normalised rows (products [J, F], glob [G]) and its supplier
-    prior [J, K]: what PPO plays, scores in its loss and ships as a policy."""
-    heads, value = net.apply(params, products, glob)
-    return A.with_supplier_prior(heads, prior), value
-
-
-def policy_heads(net: ActorCritic, params: PPOPolicyParams, obs, supplier_prior: float) -> A.Heads:
-    """One store's ``Heads`` ([J, ...] logits) as a trained policy acts on ``obs`` (one store's
-    ``Observation``; its observation statistics, its prior)."""
-    products, glob = encode(obs)
-    prior = supplier_prior * A.supplier_score(obs)
-    return forward(
-        net, params.net, params.products.normalize(products), params.globals_.normalize(glob), prior
-    )[0]
-
-
-def make_policy(num_suppliers: int, hidden: int, supplier_prior: float) -> Callable:
-    """A rollout policy ``policy(PPOPolicyParams, obs, privileged, key) -> Action`` (one per shape, kept by
-    ``rbjax.programs``, so rollouts with it compile once). ``supplier_prior``: the ``PPOConfig`` value the network
-    was trained with."""
-    build = lambda: _policy(num_suppliers, hidden, supplier_prior)  # noqa: E731
-    return programs.cached("ppo.policy", build, None, (num_suppliers, hidden, supplier_prior))
-
-
-def _policy(num_suppliers: int, hidden: int, supplier_prior: float) -> Callable:
-    net = network(num_suppliers, hidden)
-
-    def ppo_policy(params: PPOPolicyParams, obs, privileged, key):
-        """One store's ``Action`` (price, shelf [J], order [J, K]): a sample, or the mode when
-        ``params.greedy``; ``privileged`` is not read."""
-        heads = policy_heads(net, params, obs, supplier_prior)
-        sampled, best = A.sample(key, heads), A.mode(heads)
-        choice = jax.tree.map(lambda s, b: jnp.where(params.greedy, b, s), sampled, best)
-        return A.decode(choice, obs)
-
-    return ppo_policy
 
 
 def init_params(env: Env, config: PPOConfig, key: jax.Array):
@@ -481,35 +426,3 @@ def policy_params(runner: Runner, greedy: bool = False) -> PPOPolicyParams:
         globals_=runner.obs_globals,
         greedy=jnp.asarray(greedy),
     )
-
-
-class ProgressLog:
-    """Host-side progress callback: prints a line every ``every`` updates and keeps wall times."""
-
-    def __init__(self, config: PPOConfig, every: int = 1, printer=print):
-        """``printer``: where the lines go; the clock starts now (``train_ppo`` restarts it after compiling)."""
-        self.config, self.every, self.printer = config, max(1, every), printer
-        self.start, self.times = time.perf_counter(), []
-
-    def __call__(self, i, metrics):
-        """Update ``i`` ([] int) ended with ``metrics`` (dict of [] arrays): keep its time, maybe print."""
-        i = int(i)
-        self.times.append(time.perf_counter() - self.start)
-        if (i + 1) % self.every == 0 or i + 1 == self.config.num_updates:
-            steps = (i + 1) * self.config.num_envs * self.config.num_steps
-            episodes = (
-                f"episode net worth {float(metrics['episode_net_worth']):,.0f}  survival "
-                f"{float(metrics['survival']):.2f}"
-                if metrics["episodes"]
-                else "no episode ended yet"
-            )
-            self.printer(
-                f"update {i + 1}/{self.config.num_updates}  {steps:,} store-days  "
-                f"{steps / self.times[-1]:,.0f}/s  {episodes}  entropy {float(metrics['entropy']):.2f}"
-                + (
-                    f"  skipped non-finite steps {int(metrics['skipped_steps'])}"
-                    if metrics["skipped_steps"]
-                    else ""
-                )
-                + (f"  non-finite inputs {int(metrics['nonfinite'])}" if metrics["nonfinite"] else "")
-            )

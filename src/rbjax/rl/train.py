@@ -23,6 +23,7 @@ from rbjax.params import EnvParams
 from rbjax.rl import ppo
 from rbjax.rl.features import feature_sizes
 from rbjax.rl.normalize import RunningStats
+from rbjax.rl.ppo_policy import PPOPolicyParams, make_policy
 
 FILES = ("config.json", "policy.msgpack")
 
@@ -31,7 +32,7 @@ FILES = ("config.json", "policy.msgpack")
 class TrainResult:
     """What ``train_ppo`` returns: the trained policy, its learning curve and the timings."""
 
-    policy_params: ppo.PPOPolicyParams
+    policy_params: PPOPolicyParams
     curve: pd.DataFrame  # one row per update
     config: ppo.PPOConfig
     compile_s: float
@@ -51,13 +52,13 @@ def train_ppo(
     out: str | Path | None = None,
     every: int = 10,
     verbose: bool = True,
-    init: ppo.PPOPolicyParams | None = None,
+    init: PPOPolicyParams | None = None,
 ) -> TrainResult:
     """Compile and run ``ppo.make_train`` (one jit), print progress every ``every`` updates (0: no progress
     callback, which lets JAX's persistent cache keep the compiled program), save to ``out``.
     ``init``: policy params to continue training from (``load`` a checkpoint; same ``hidden`` size)."""
     printer = (lambda line: print(line, file=sys.stderr, flush=True)) if verbose else (lambda line: None)
-    log = ppo.ProgressLog(config, every=max(every, 1), printer=printer)
+    log = ProgressLog(config, every=max(every, 1), printer=printer)
     train = jax.jit(ppo.make_train(env, config, progress=log if every > 0 else None))
     key = jax.random.key(seed)
     start = time.perf_counter()
@@ -129,7 +130,7 @@ def _check_finite(result: TrainResult) -> None:
         raise FloatingPointError("PPO diverged: non-finite network parameters; nothing was saved")
 
 
-def save(out: str | Path, policy_params: ppo.PPOPolicyParams, config: ppo.PPOConfig, env: Env) -> None:
+def save(out: str | Path, policy_params: PPOPolicyParams, config: ppo.PPOConfig, env: Env) -> None:
     """Write ``config.json`` (the PPOConfig and the env's shapes) and ``policy.msgpack`` into ``out``."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -143,7 +144,7 @@ def save(out: str | Path, policy_params: ppo.PPOPolicyParams, config: ppo.PPOCon
     (out / "policy.msgpack").write_bytes(serialization.to_bytes(policy_params))
 
 
-def load(path: str | Path, env: Env) -> tuple[ppo.PPOPolicyParams, ppo.PPOConfig]:
+def load(path: str | Path, env: Env) -> tuple[PPOPolicyParams, ppo.PPOConfig]:
     """Read a run directory written by ``save``; checks it matches ``env``'s shapes and holds finite numbers.
 
     Raises FileNotFoundError for a missing file and ValueError naming the file for anything else wrong.
@@ -166,7 +167,7 @@ def load(path: str | Path, env: Env) -> tuple[ppo.PPOPolicyParams, ppo.PPOConfig
                 f"checkpoint {path} was trained with {name}={value}, the env has {getattr(env.config, name)}"
             )
     F, G = feature_sizes(env.config.num_suppliers)
-    template = ppo.PPOPolicyParams(
+    template = PPOPolicyParams(
         net=ppo.init_params(env, config, jax.random.key(0)),
         products=RunningStats.zeros(F),
         globals_=RunningStats.zeros(G),
@@ -195,13 +196,45 @@ def load(path: str | Path, env: Env) -> tuple[ppo.PPOPolicyParams, ppo.PPOConfig
 
 def load_policy(env: Env, checkpoint: str | Path, greedy: bool = False):
     """The trained policy in a checkpoint folder (``save``) as the registry gives it (``rbjax.policies.make("ppo",
-    env, checkpoint)``): (the rollout policy ``ppo.make_policy(...)``, its ``PPOPolicyParams``); ``greedy``: its
+    env, checkpoint)``): (the rollout policy ``make_policy(...)``, its ``PPOPolicyParams``); ``greedy``: its
     most likely action instead of a sample. A missing file or a checkpoint that does not fit ``env``: ValueError.
     """
     try:
         params, config = load(checkpoint, env)
     except FileNotFoundError as e:
         raise ValueError(str(e)) from None
-    return ppo.make_policy(env.config.num_suppliers, config.hidden, config.supplier_prior), params.replace(
+    return make_policy(env.config.num_suppliers, config.hidden, config.supplier_prior), params.replace(
         greedy=np.bool_(greedy)
     )
+
+
+class ProgressLog:
+    """Host-side progress callback: prints a line every ``every`` updates and keeps wall times."""
+
+    def __init__(self, config: ppo.PPOConfig, every: int = 1, printer=print):
+        """``printer``: where the lines go; the clock starts now (``train_ppo`` restarts it after compiling)."""
+        self.config, self.every, self.printer = config, max(1, every), printer
+        self.start, self.times = time.perf_counter(), []
+
+    def __call__(self, i, metrics):
+        """Update ``i`` ([] int) ended with ``metrics`` (dict of [] arrays): keep its time, maybe print."""
+        i = int(i)
+        self.times.append(time.perf_counter() - self.start)
+        if (i + 1) % self.every == 0 or i + 1 == self.config.num_updates:
+            steps = (i + 1) * self.config.num_envs * self.config.num_steps
+            episodes = (
+                f"episode net worth {float(metrics['episode_net_worth']):,.0f}  survival "
+                f"{float(metrics['survival']):.2f}"
+                if metrics["episodes"]
+                else "no episode ended yet"
+            )
+            self.printer(
+                f"update {i + 1}/{self.config.num_updates}  {steps:,} store-days  "
+                f"{steps / self.times[-1]:,.0f}/s  {episodes}  entropy {float(metrics['entropy']):.2f}"
+                + (
+                    f"  skipped non-finite steps {int(metrics['skipped_steps'])}"
+                    if metrics["skipped_steps"]
+                    else ""
+                )
+                + (f"  non-finite inputs {int(metrics['nonfinite'])}" if metrics["nonfinite"] else "")
+            )

@@ -24,6 +24,7 @@ import jax
 import numpy as np
 import pandas as pd
 
+from rbjax.config import EPISODE_DAYS
 from rbjax.env import Env
 from rbjax.params import EnvParams
 from rbjax.results import metrics
@@ -133,7 +134,7 @@ def sweep(
     env_params: EnvParams,
     points: Sequence[Mapping[str, Any]],
     seeds: int = 16,
-    days: int = 180,
+    days: int = EPISODE_DAYS,
     key: int | jax.Array = 0,
     batch_size: int | None = None,
     progress: bool = False,

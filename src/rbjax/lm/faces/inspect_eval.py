@@ -37,12 +37,12 @@ Each sample's metadata (and its score's) holds the session's ``info()`` (task id
 gain, reward, daily net-worth changes, each decided day's credit ``turn_rewards``) and the turns: days ended
 by the model and by the runner, turns, tool calls.
 
-Only this module and ``inspect_registry`` import Inspect (``pip install 'rbjax[inspect]'``).
+Only this module, ``inspect_pool``, ``inspect_scores`` and ``inspect_registry`` import Inspect (``pip install
+'rbjax[inspect]'``).
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import dataclasses
 import os
@@ -53,11 +53,9 @@ from inspect_ai._util.error import PrerequisiteError
 from inspect_ai.agent import AgentState, as_solver, react
 from inspect_ai.dataset import MemoryDataset, Sample
 from inspect_ai.model import ChatMessageSystem, ChatMessageUser, GenerateConfig
-from inspect_ai.scorer import Score, Target, mean, scorer, stderr
 from inspect_ai.solver import Generate, Solver, TaskState, solver
 from inspect_ai.tool import Tool, ToolDef, ToolParams
-from inspect_ai.util import LimitExceededError, StoreModel, store_as
-from pydantic import Field
+from inspect_ai.util import LimitExceededError, store_as
 
 from rbjax.agents.llm.frameworks import Rules
 from rbjax.agents.llm.prompts import Prompts, catalog_text
@@ -65,20 +63,19 @@ from rbjax.agents.tools.specs import TOOL_NAMES, TOOL_SPECS, describe
 from rbjax.config import GROUPINGS
 from rbjax.counts import need_count
 from rbjax.env import EnvOptions
+from rbjax.lm.faces.inspect_pool import EPISODE, shared_pool
+from rbjax.lm.faces.inspect_scores import RetailResult, episode_metrics, session_reward
 from rbjax.results.metrics import MAIN_TABLE
 
 MAX_RETRIES = (
     2  # a failed model request is tried 3 times in all (Inspect's backoff: about 10 s; docs/inspect.md)
 )
-EPISODE = "episode"  # the source policy named in a full episode's task ids: no slices folder, the opening day
 MEMORIES = ("day", "episode")
 PARAMETERS = (  # retail's -T parameters
     "tasks", "stores", "days", "seed", "grouping", "supplier_attempts", "data", "slots", "reward", "max_turns",
     "invalid_turns", "memory", "prompts", "compact_catalog", "code_timeout", "explicit_news", "max_retries",
     "ceiling",
 )  # fmt: skip
-POOLS: dict = {}  # {key: SessionPool}, one per env, params and pool options in this process
-_OPENING: dict = {}  # {event loop: asyncio.Lock} (opening_lock)
 
 
 # ---------------------------------------------------------------------------------------------- the task
@@ -246,127 +243,7 @@ def episode_dataset(stores: int, env: dict, pool: dict, ceiling: bool = False) -
     return MemoryDataset(samples, name=f"episodes-s{seed}-n{days}")
 
 
-# ---------------------------------------------------------------------------------------------- the pool
-def setup_jax() -> None:
-    """The ``rbjax`` command's JAX setup (the persistent compilation cache, one CPU device) when this process
-    has run no JAX computation yet; otherwise only the cache."""
-    import rbjax
-
-    with contextlib.suppress(RuntimeError):  # the backend started already (a user's session): devices stay
-        rbjax.setup(devices=1)
-
-
-@dataclasses.dataclass
-class Shared:
-    """A pool and the slots its samples wait for (a semaphore of the event loop that made it)."""
-
-    pool: object
-    loop: asyncio.AbstractEventLoop | None = None
-    free: asyncio.Semaphore | None = None
-    references: asyncio.Future | None = None  # {policy: [stores] final net worth} of -T ceiling
-
-    def reference_finals(self, settings: dict) -> asyncio.Future:
-        """The ceiling's and the oracle's final net worth on the run's stores (``agents.analysis.ceiling``),
-        played once in a thread, started by the first sample that asks."""
-        from rbjax.agents.analysis.ceiling import reference_finals
-
-        loop = asyncio.get_running_loop()
-        if self.references is None or self.references.get_loop() is not loop:
-            self.references = loop.create_task(asyncio.to_thread(reference_finals, settings))
-        return self.references
-
-    def slots(self) -> asyncio.Semaphore:
-        """The semaphore of the pool's free slots on the running event loop (a new one for a new loop)."""
-        loop = asyncio.get_running_loop()
-        if self.loop is not loop:  # another eval's loop: every sample of the last one has left
-            self.loop, self.free = loop, asyncio.Semaphore(self.pool.slots)
-        return self.free
-
-
-async def shared_pool(state: TaskState) -> tuple[Shared, object]:
-    """The process's pool for the sample's kind and options (made on first use, in a thread: the engine
-    compiles its programs) and the sample's ``rbjax.lm.Task``."""
-    from rbjax.lm.pool import SessionPool
-    from rbjax.lm.tasks import Task as LmTask
-    from rbjax.lm.tasks import task_of
-
-    meta = state.metadata
-    options = dict(meta["pool"])
-    if meta["kind"] == "slice":
-        lm_task = LmTask.from_row(meta["task"], f"sample {state.sample_id}")
-        key = ("slices", os.path.abspath(lm_task.from_states), tuple(sorted(options.items())))
-        make = lambda: SessionPool.for_task(lm_task, **options)  # noqa: E731
-    else:
-        env = dict(meta["env"], stores=meta["stores"])
-        key = ("episodes", tuple(sorted(env.items())), tuple(sorted(options.items())))
-        make = lambda: SessionPool(episode_start(**env), reward="gain", **options)  # noqa: E731
-    async with opening_lock():
-        if key not in POOLS:
-            setup_jax()
-            POOLS[key] = Shared(await asyncio.to_thread(make))
-    shared = POOLS[key]
-    if meta["kind"] == "episode":
-        if meta.get("ceiling"):  # played while the agents play
-            shared.reference_finals(env)
-        start = next(iter(shared.pool.starts.values()))
-        lm_task = task_of(start, meta["store"], start.horizon, "none", 0.0)
-    return shared, lm_task
-
-
-def opening_lock() -> asyncio.Lock:
-    """One lock per event loop (an eval's), so concurrent first samples make one pool."""
-    loop = asyncio.get_running_loop()
-    if loop not in _OPENING:
-        _OPENING.clear()  # an earlier eval's loop is over
-        _OPENING[loop] = asyncio.Lock()
-    return _OPENING[loop]
-
-
-def episode_start(stores: int, days: int, seed: int, grouping: str, supplier_attempts: int, data: str | None):
-    """The ``DayStart`` of ``stores`` fresh stores on their opening day: the stores of ``rbjax agents run
-    --stores N --days D --seed S`` (keys ``split(key(seed), N)``, each store reset as ``AgentEngine`` resets
-    it), their opening ledgers as tool history; no slices folder (the pool knows this start from its
-    construction)."""
-    import jax
-    import numpy as np
-
-    from rbjax.agents.engine.batch import AgentEngine
-    from rbjax.agents.runs import history
-    from rbjax.agents.runs.day_start import DayStart
-    from rbjax.agents.runs.loop import make_stores
-    from rbjax.files.snapshots import Snapshot
-    from rbjax.programs import env_and_params
-
-    env, params = env_and_params(EnvOptions(data, grouping, supplier_attempts, days))
-    keys = jax.random.split(jax.random.key(seed), stores)
-    engine = AgentEngine(env, params, keys)
-    state = jax.tree.map(lambda x: np.asarray(x)[:stores], jax.device_get(engine.state))
-    snapshot = Snapshot(state=state, keys=keys, day=0, params=params)
-    manifest = {
-        "policy": EPISODE,
-        "seed": seed,
-        "grouping": grouping,
-        "supplier_attempts": supplier_attempts,
-        "data": data,
-        "days": days,
-    }
-    folder = f"{EPISODE}:seed={seed}:stores={stores}"
-    ledgers = [t.ledger for t in make_stores(engine, None)]
-    news = len(engine.today(0).news.mode)
-    # no news on show before the first morning: no slot stays (a fresh StoreTools' news_remain=None)
-    past = history.ToolHistory(0, folder, ledgers, [[] for _ in ledgers], np.zeros((stores, news), np.int32))
-    return DayStart(folder, 0, manifest, "", env, params, snapshot, past)
-
-
 # ---------------------------------------------------------------------------------------------- a sample
-class RetailResult(StoreModel):
-    """What a sample's solver leaves for its scorer: the session's ``info()``, the turns and, for a full
-    episode, its main-table metrics."""
-
-    info: dict = Field(default_factory=dict)
-    metrics: dict | None = None
-
-
 @dataclasses.dataclass
 class Game:
     """One sample's store: its session, the day rules and the turn counts."""
@@ -546,47 +423,3 @@ async def finish(game: Game, state: TaskState) -> None:
     if state.metadata.get("kind") == "episode":
         result.metrics = game.metrics()
     state.metadata["result"] = result.info
-
-
-# ---------------------------------------------------------------------------------------------- scores
-@scorer(metrics=[mean(), stderr()])
-def session_reward():
-    """A slice's score: its session's reward (the pool's kind), the session's ``info()`` as metadata."""
-
-    async def score(state: TaskState, target: Target) -> Score:
-        result = store_as(RetailResult)
-        if not result.info:
-            raise RuntimeError(f"sample {state.sample_id}: its episode left no result (not played?)")
-        return Score(value=result.info["reward"], metadata=result.info)
-
-    return score
-
-
-@scorer(metrics={"*": [mean(), stderr()]})
-def episode_metrics():
-    """A full episode's score: its main-table metrics and ``survived`` (1.0 or 0.0), the session's ``info()``
-    as metadata. A ratio with an empty denominator (no sales) is NaN, as in ``agents run``'s table."""
-
-    async def score(state: TaskState, target: Target) -> Score:
-        result = store_as(RetailResult)
-        if result.metrics is None:
-            raise RuntimeError(f"sample {state.sample_id}: its episode left no metrics (not played?)")
-        value = dict(result.metrics)
-        if state.metadata.get("ceiling"):
-            value |= await ceiling_shares(state, value["final_net_worth"])
-        return Score(value=value, metadata=result.info)
-
-    return score
-
-
-async def ceiling_shares(state: TaskState, net_worth: float) -> dict:
-    """{``plan_obs_net_worth``, ``share_of_plan_obs``, ``oracle_net_worth``, ``share_of_oracle``}: the sample's
-    store's final net worth under each reference, and the agent's as a share of it (the mean over samples is
-    the mean of the stores' shares, as ``agents diagnose --ceiling`` prints it)."""
-    shared, _ = await shared_pool(state)
-    finals = await shared.reference_finals(dict(state.metadata["env"], stores=state.metadata["stores"]))
-    store, out = state.metadata["store"], {}
-    for name, final in finals.items():
-        out[f"{name}_net_worth"] = float(final[store])
-        out[f"share_of_{name}"] = net_worth / float(final[store]) if final[store] else float("nan")
-    return out

@@ -3,7 +3,7 @@
 ``make_app(tasks_path)`` returns the ASGI app (``openenv``'s ``create_app``; run it with uvicorn, or
 ``rbjax lm serve --face openenv``). Every OpenEnv session gets its own ``RbjaxEnvironment`` (an
 ``MCPEnvironment``) whose 21 MCP tools, named and described as the benchmark's, act on one store slot of the
-module's ``SessionPool``; ``end_today`` awaits the pool's batched step, shared by every session on the
+app's ``SessionPool``; ``end_today`` awaits the pool's batched step, shared by every session on the
 server's event loop.
 
 - ``reset(task=<id of a served task, or its row unchanged>)`` opens a session (closing this instance's
@@ -44,11 +44,6 @@ from rbjax.lm.pool import SessionPool
 from rbjax.lm.session import SessionError
 from rbjax.lm.tasks import read_tasks
 
-POOL = None  # the module's _Building pool (make_app; the SessionPool: _pool())
-TASKS: dict = {}  # {id: Task} a client may name by id
-_TURN = [0]  # the next served task a reset without ``task`` opens (index into TASKS)
-_LOOP: asyncio.AbstractEventLoop | None = None  # the server's event loop (seen at the first async reset)
-
 RESULT_SCHEMA = {
     "type": "object",
     "properties": {
@@ -74,21 +69,16 @@ def make_app(
     background: build the pool (its first compilations: about 25 s on a cold cache and 2 cores) on a thread,
     so the app answers ``/health`` at once, as OpenEnv's runtime checks and container probes ask (30 s); a
     reset waits for it, and a pool that failed to build fails every reset with its error. False: built here.
-    pool_options: more ``SessionPool`` options (reward, max_wait, code limits). One pool per process: a
-    second call replaces the first."""
-    global POOL, TASKS
+    pool_options: more ``SessionPool`` options (reward, max_wait, code limits). Each app holds its own pool
+    and tasks (``app.state.rbjax``, a ``Served``); the module keeps none."""
     from fastapi.responses import JSONResponse
     from openenv.core.env_server.http_server import create_app
     from openenv.core.env_server.mcp_types import CallToolAction, CallToolObservation
     from openenv.core.env_server.types import ConcurrencyConfig
 
     tasks = read_tasks(tasks_path)  # a bad tasks file fails here, in the foreground
-    if POOL is not None and POOL.ready.is_set() and POOL.pool is not None:
-        POOL.pool.close_all()
-    POOL = _Building(lambda: SessionPool.for_task(tasks[0], slots=slots, **pool_options), background)
-    TASKS = {t.id: t for t in tasks}
-    _TURN[0] = 0
-    c = classes()
+    served = Served(lambda: SessionPool.for_task(tasks[0], slots=slots, **pool_options), tasks, background)
+    c = classes(served)
     app = create_app(
         c["RbjaxEnvironment"],
         CallToolAction,
@@ -105,9 +95,9 @@ def make_app(
 
     @app.get("/rbjax/health")
     async def health() -> dict:
-        if not POOL.ready.is_set() or POOL.error is not None:
-            return {"ready": False, "error": POOL.error and str(POOL.error)}
-        pool = POOL.pool
+        if not served.ready.is_set() or served.error is not None:
+            return {"ready": False, "error": served.error and str(served.error)}
+        pool = served.pool
         return {
             "ready": True,
             "slots": pool.slots,
@@ -120,8 +110,9 @@ def make_app(
 
     @app.get("/rbjax/tasks")
     async def task_ids() -> list:
-        return list(TASKS)
+        return list(served.tasks)
 
+    app.state.rbjax = served
     return app
 
 
@@ -130,25 +121,15 @@ class TaskRefused(ValueError):
     error frame over OpenEnv's websocket (its own handler), one line either way."""
 
 
-def task_of(spec):
-    """The served Task a reset's ``task`` names: a served task's id, or its row unchanged
-    (``rbjax.lm.http.protocol.served_task``); None: the served tasks in turn; TaskRefused (one line)
-    otherwise."""
-    if spec is None and TASKS:
-        served = list(TASKS.values())
-        _TURN[0] += 1
-        return served[(_TURN[0] - 1) % len(served)]
-    try:
-        return served_task(spec, TASKS, "GET /rbjax/tasks")
-    except ValueError as e:
-        raise TaskRefused(f"reset: {e}") from None
+class Served:
+    """One app's served state: its pool (``build()`` here or on a thread, ``background``; ``ready`` is set once
+    it is built or failed, ``pool`` the SessionPool, ``error`` the exception of a failed build), its tasks ({id:
+    Task} a client may name by id), the turn of a reset without ``task``, and the server's event loop (seen at
+    the first async reset)."""
 
-
-class _Building:
-    """The module's pool, built by ``build()`` here or on a thread (``background``): ``ready`` is set once
-    it is built or failed; ``pool`` the SessionPool, ``error`` the exception of a failed build."""
-
-    def __init__(self, build, background: bool):
+    def __init__(self, build, tasks, background: bool):
+        self.tasks = {t.id: t for t in tasks}
+        self.turn, self.loop = 0, None
         self.ready, self.pool, self.error = threading.Event(), None, None
         if background:
             threading.Thread(target=self._build, args=(build,), name="rbjax-pool", daemon=True).start()
@@ -165,40 +146,47 @@ class _Building:
         finally:
             self.ready.set()
 
+    def session_pool(self):
+        """The SessionPool, waiting for one still being built; RuntimeError when its build failed."""
+        self.ready.wait()
+        if self.error is not None:
+            raise RuntimeError(f"the rbjax session pool failed to build: {self.error}")
+        return self.pool
 
-def _pool():
-    """The module's SessionPool, waiting for a pool still being built; RuntimeError when there is none or its
-    build failed."""
-    if POOL is None:
-        raise RuntimeError(
-            "no rbjax pool: build the app with rbjax.lm.faces.openenv_env.make_app(tasks_path)"
-        )
-    POOL.ready.wait()
-    if POOL.error is not None:
-        raise RuntimeError(f"the rbjax session pool failed to build: {POOL.error}")
-    return POOL.pool
+    def task_of(self, spec):
+        """The served Task a reset's ``task`` names: a served task's id, or its row unchanged
+        (``rbjax.lm.http.protocol.served_task``); None: the served tasks in turn; TaskRefused (one line)
+        otherwise."""
+        if spec is None and self.tasks:
+            served = list(self.tasks.values())
+            self.turn += 1
+            return served[(self.turn - 1) % len(served)]
+        try:
+            return served_task(spec, self.tasks, "GET /rbjax/tasks")
+        except ValueError as e:
+            raise TaskRefused(f"reset: {e}") from None
 
-
-def _close_session(session) -> None:
-    """Close ``session`` on the server's loop (the scheduler's bookkeeping lives there); OpenEnv calls
-    ``close()`` from a worker thread."""
-    pool = session.pool
-    try:
-        running = asyncio.get_running_loop()
-    except RuntimeError:
-        running = None
-    if _LOOP is None or running is _LOOP or _LOOP.is_closed():
-        pool.close(session)
-    else:
-        _LOOP.call_soon_threadsafe(pool.close, session)
+    def close_session(self, session) -> None:
+        """Close ``session`` on the server's loop (the scheduler's bookkeeping lives there); OpenEnv calls
+        ``close()`` from a worker thread."""
+        pool, loop = session.pool, self.loop
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if loop is None or running is loop or loop.is_closed():
+            pool.close(session)
+        else:
+            loop.call_soon_threadsafe(pool.close, session)
 
 
 def __getattr__(name):
     if name in ("RbjaxEnvironment", "RbjaxState", "MorningObservation"):
-        return classes()[name]
+        return classes(None)[name]  # an environment of no app refuses to reset: build one with make_app
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
+@functools.cache  # classes, not envs or programs: one pair per process, so ``RbjaxState`` is one class
 def _observation_classes() -> tuple[type, type]:
     """(RbjaxState, MorningObservation): the pydantic models of ``state`` and of a reset's observation."""
     from openenv.core.env_server.types import Observation, State
@@ -267,16 +255,18 @@ def _mcp_server(env, forward_tool: type):
 
 class _Episodes:
     """The session half of ``RbjaxEnvironment`` (``_environment_class`` adds OpenEnv's): the instance's
-    ``rbjax.lm`` session of the module's pool, its episode id and step count. ``_state_cls`` and
+    ``rbjax.lm`` session of the app's pool, its episode id and step count. ``_state_cls`` and
     ``_observation_cls``: RbjaxState and MorningObservation."""
 
     async def reset_async(self, seed=None, episode_id=None, task=None, **kwargs):
         """Open a session of ``task`` (a served task's id or row) on the server's loop, closing the previous
         one: a MorningObservation. TaskRefused for a task not served."""
-        global _LOOP
-        _LOOP = asyncio.get_running_loop()
-        found = task_of(task)
-        pool = _pool() if POOL is None or POOL.ready.is_set() else await asyncio.to_thread(_pool)
+        served = self._app()
+        served.loop = asyncio.get_running_loop()
+        found = served.task_of(task)
+        pool = (
+            served.session_pool() if served.ready.is_set() else await asyncio.to_thread(served.session_pool)
+        )
         self.drop()
         # loading a store changes the engine's arrays: on the thread of the batched steps, never during one
         self.session = await pool.aopen(found)
@@ -284,7 +274,8 @@ class _Episodes:
 
     def reset(self, seed=None, episode_id=None, task=None, **kwargs):
         """``reset_async`` from a thread outside the server's loop: a MorningObservation."""
-        pool, found = _pool(), task_of(task)
+        served = self._app()
+        pool, found = served.session_pool(), served.task_of(task)
         self.drop()
         self.session = pool.open_between_steps(found)
         return self._opened(episode_id)
@@ -342,20 +333,29 @@ class _Episodes:
         """Close the open session, if any (on the server's loop)."""
         s, self.session = self.session, None
         if s is not None:
-            _close_session(s)
+            self._served.close_session(s)
+
+    def _app(self) -> Served:
+        if self._served is None:
+            raise RuntimeError(
+                "no rbjax pool: build the app with rbjax.lm.faces.openenv_env.make_app(tasks_path)"
+            )
+        return self._served
 
 
-def _environment_class(state_cls: type, observation_cls: type, forward_tool: type) -> type:
+def _environment_class(
+    state_cls: type, observation_cls: type, forward_tool: type, served: Served | None
+) -> type:
     """RbjaxEnvironment, the ``MCPEnvironment`` of one OpenEnv session (see the module's docstring)."""
     from openenv.core.env_server.mcp_environment import MCPEnvironment
     from openenv.core.env_server.mcp_types import CallToolObservation
     from openenv.core.env_server.types import Observation
 
     class RbjaxEnvironment(_Episodes, MCPEnvironment):
-        """One OpenEnv session: an ``rbjax.lm`` session of the module's pool, opened by ``reset``."""
+        """One OpenEnv session: an ``rbjax.lm`` session of the app's pool, opened by ``reset``."""
 
         SUPPORTS_CONCURRENT_SESSIONS = True
-        _state_cls, _observation_cls = state_cls, observation_cls
+        _state_cls, _observation_cls, _served = state_cls, observation_cls, served
 
         def __init__(self):
             super().__init__(_mcp_server(self, forward_tool))
@@ -388,13 +388,13 @@ def _environment_class(state_cls: type, observation_cls: type, forward_tool: typ
     return RbjaxEnvironment
 
 
-@functools.cache
-def classes() -> dict:
-    """The OpenEnv classes, made on first use (so that importing this module needs no OpenEnv):
-    {"RbjaxEnvironment", "RbjaxState", "MorningObservation": class}."""
+def classes(served: Served | None) -> dict:
+    """The OpenEnv classes of one app (``served``; None: an environment that refuses to reset), made on use
+    (so that importing this module needs no OpenEnv): {"RbjaxEnvironment", "RbjaxState", "MorningObservation":
+    class}; the pydantic models are made once."""
     state_cls, observation_cls = _observation_classes()
     return {
-        "RbjaxEnvironment": _environment_class(state_cls, observation_cls, _forward_tool_class()),
+        "RbjaxEnvironment": _environment_class(state_cls, observation_cls, _forward_tool_class(), served),
         "RbjaxState": state_cls,
         "MorningObservation": observation_cls,
     }
