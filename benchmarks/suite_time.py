@@ -1,6 +1,6 @@
 """The test suite's wall time as CI runs it, beside this machine's speed measured in the same session.
 
-    python benchmarks/suite_time.py [--lanes quick,full]
+    python benchmarks/suite_time.py [--lanes quick,full] [--before REV]
 
 Runs ``rbjax bench --quick`` (a fresh process and cache: the machine's day rate and first call, each as a ratio
 to the reference machine's, ``rbjax.perf.reference``), then each lane as the README runs it, with ``CI=true``
@@ -10,11 +10,16 @@ the suite is mostly compiling, so a lane's time means little without the first-c
 table; a run of both lanes keeps benchmarks/results/test_suite.json (commit, machine, date, command): the
 README's "about N min" figures are its, and ``tests/test_recorded_results.py`` holds them to it. Run it on a
 quiet machine: the full suite takes half an hour or more on 2 cores.
+
+``--before REV`` also runs each lane on the tree of commit REV (a detached ``git worktree``, its ``src`` first on
+the path), right after this tree's, so that a change's cost to the suite is two runs of one session on one
+machine; the record keeps both.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
 import os
 import re
@@ -57,24 +62,56 @@ def machine_speed() -> dict:
     )
 
 
-def run_lane(name: str) -> dict:
-    """One lane in a fresh pytest run (CI=true): wall seconds and pytest's counts; exits on a failing run."""
+def run_lane(name: str, tree: str = ROOT, tag: str = "") -> dict:
+    """One lane in a fresh pytest run (CI=true) of the repository at ``tree`` (its ``src`` first on the path):
+    wall seconds and pytest's counts; exits on a failing run."""
     command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *LANES[name]]
+    path = os.pathsep.join(p for p in (os.path.join(tree, "src"), os.environ.get("PYTHONPATH")) if p)
+    env = {**os.environ, "CI": "true", "PYTHONPATH": path}
     start = time.perf_counter()
-    out = subprocess.run(command, cwd=ROOT, env={**os.environ, "CI": "true"}, capture_output=True, text=True)
+    out = subprocess.run(command, cwd=tree, env=env, capture_output=True, text=True)
     wall = time.perf_counter() - start
     OUT.mkdir(exist_ok=True)
-    (OUT / f"suite_{name}.log").write_text(out.stdout + out.stderr)  # pytest's report, for a failing run
+    (OUT / f"suite_{name}{tag}.log").write_text(out.stdout + out.stderr)  # pytest's report, for a failing run
     last = out.stdout.strip().splitlines()[-1] if out.stdout.strip() else ""
     if out.returncode != 0:
-        raise SystemExit(f"the {name} lane failed (exit {out.returncode}): {last}")
+        raise SystemExit(f"the {name} lane{tag} failed (exit {out.returncode}): {last}")
     counts = {k: int(n) for n, k in re.findall(r"(\d+) (passed|skipped|deselected)", last)}
     return dict(wall_s=round(wall), target_s=TARGET_S[name], **counts)
+
+
+@contextlib.contextmanager
+def worktree(rev: str):
+    """A detached checkout of ``rev`` in a temporary folder (``git worktree``), removed afterwards."""
+    commit = subprocess.run(
+        ["git", "rev-parse", "--verify", f"{rev}^{{commit}}"], cwd=ROOT, capture_output=True, text=True
+    )
+    if commit.returncode != 0:
+        raise SystemExit(f"--before {rev}: not a commit of this repository")
+    with tempfile.TemporaryDirectory() as tmp:
+        where = os.path.join(tmp, "tree")
+        subprocess.run(
+            ["git", "worktree", "add", "--detach", where, commit.stdout.strip()], cwd=ROOT, check=True
+        )
+        try:
+            yield where, commit.stdout.strip()
+        finally:
+            subprocess.run(["git", "worktree", "remove", "--force", where], cwd=ROOT, check=False)
+
+
+def report(lane: str, r: dict, which: str) -> None:
+    print(
+        f"{lane}{which}: {r['wall_s']:,} s ({r['wall_s'] / 60:.1f} min; target {r['target_s'] // 60} min)",
+        flush=True,
+    )
 
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--lanes", default="quick,full", help="comma-separated: quick, full")
+    p.add_argument(
+        "--before", default=None, metavar="REV", help="also run each lane on the tree of commit REV"
+    )
     args = p.parse_args()
     lanes = [s.strip() for s in args.lanes.split(",") if s.strip()]
     if not lanes or set(lanes) - set(LANES):
@@ -86,22 +123,36 @@ def main() -> None:
         f"first call {speed['first_call_s']} s ({speed['compiling_ratio']}x as fast)",
         flush=True,
     )
-    results = {}
-    for lane in lanes:
-        results[lane] = run_lane(lane)
-        r = results[lane]
-        print(
-            f"{lane}: {r['wall_s']:,} s ({r['wall_s'] / 60:.1f} min; target {r['target_s'] // 60} min)",
-            flush=True,
-        )
-    print("\n| lane | wall (s) | min | target (min) | passed | skipped |\n|---|---|---|---|---|---|")
-    for lane, r in results.items():
-        row = (lane, f"{r['wall_s']:,}", f"{r['wall_s'] / 60:.1f}", r["target_s"] // 60, r.get("passed", 0))
-        print("| " + " | ".join(map(str, row)) + f" | {r.get('skipped', 0)} |")
+    results, before = {}, {}
+    with contextlib.ExitStack() as stack:
+        old = stack.enter_context(worktree(args.before)) if args.before else None
+        for lane in lanes:  # this tree, then the tree before, lane by lane: the same stretch of the machine
+            results[lane] = run_lane(lane)
+            report(lane, results[lane], "")
+            if old is not None:
+                before[lane] = run_lane(lane, old[0], "_before")
+                report(lane, before[lane], f" (before, {old[1][:7]})")
+    print(
+        "\n| lane | tree | wall (s) | min | target (min) | passed | skipped |\n|---|---|---|---|---|---|---|"
+    )
+    for tree, rows in (("this", results), ("before", before)):
+        for lane, r in rows.items():
+            row = (
+                lane,
+                tree,
+                f"{r['wall_s']:,}",
+                f"{r['wall_s'] / 60:.1f}",
+                r["target_s"] // 60,
+                r.get("passed", 0),
+            )
+            print("| " + " | ".join(map(str, row)) + f" | {r.get('skipped', 0)} |")
     if set(results) != set(LANES):  # the record is one run of every lane: a part of one would mix two runs
         print("not written: benchmarks/results/test_suite.json keeps a run of every lane")
         return
-    path = write("test_suite", dict(**source, cores=os.cpu_count(), machine_speed=speed, lanes=results))
+    record = dict(**source, cores=os.cpu_count(), machine_speed=speed, lanes=results)
+    if before:
+        record["before"] = dict(commit=old[1], lanes=before)
+    path = write("test_suite", record)
     print(f"wrote {path}")
 
 
