@@ -4,6 +4,7 @@ tests/rl/test_rl.py)."""
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import golden
 import numpy as np
@@ -487,3 +488,23 @@ def test_every_learned_policy_runs_from_its_shipped_checkpoint_as_the_readme_row
     agents_run = commands["agents"]._subparsers._group_actions[0].choices["run"]
     flags = {f: a.choices for a in agents_run._actions for f in a.option_strings}
     assert list(flags["--reference"]) == list(NAMES)  # every model "policy:NAME" it plays
+
+
+def test_train_ppo_help_states_the_measured_time_of_its_defaults(capsys):
+    """The figures ``rbjax train ppo --help`` gives are the shipped run's curve and the fine-tune's record."""
+    import rbjax
+    from rbjax.rl.ppo import PPOConfig
+
+    with pytest.raises(SystemExit):
+        __import__("rbjax.cli", fromlist=["main"]).main(["train", "ppo", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    last = pd.read_csv(rbjax.PPO_CHECKPOINT / "curve.csv").iloc[-1]
+    rate = last.store_days / last.wall_s
+    assert f"{int(last.store_days):,} in {last.wall_s:.0f} s" in text
+    assert f"about {round(rate, -2):,.0f} store-days/s" in text
+    minutes = PPOConfig().total_steps / rate / 60
+    assert f"{PPOConfig().total_steps:,} store-days take about {minutes:.1f} minutes" in text
+    with open(Path(__file__).resolve().parents[2] / "benchmarks" / "results" / "finetune.json") as f:
+        rows = json.load(f)["policies"]
+    for name, kind in (("finetuned_belief", "belief"), ("finetuned", "privileged")):
+        assert f"{rows[name]['train_s']:,.0f} s ({kind})" in text
