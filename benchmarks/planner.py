@@ -30,7 +30,6 @@ import pandas as pd
 
 import rbjax
 from rbjax.policies import OracleParams, PlanSettings, make_planner, oracle
-from rbjax.policies.planner import candidate_count
 from rbjax.results import metrics, paper
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -136,7 +135,7 @@ def main() -> None:
         "",
         f"wall time, compiled: oracle {t_o:.1f} s, planner {t_p:.1f} s ({t_p / t_o:.1f}x); first call "
         f"(compiling): oracle {c_o:.1f} s, planner {c_p:.1f} s. The planner simulates C x M x H / every = "
-        f"{candidate_count(pp)} x {settings.futures} x {settings.horizon} / {settings.every} = {per_day:.0f} "
+        f"{pp.candidate_count()} x {settings.futures} x {settings.horizon} / {settings.every} = {per_day:.0f} "
         "store-days per decided "
         f"store-day: {args.stores * args.days * per_day / t_p:,.0f} simulated store-days/s",
         "",
@@ -173,7 +172,7 @@ def main() -> None:
             rows.append(
                 {
                     "levers": levers,
-                    "C": candidate_count(pp, pl.settings.cheapest),
+                    "C": pl.candidate_count(pp),
                     "M": futures,
                     "H": horizon,
                     "every": every,

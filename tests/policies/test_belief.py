@@ -16,10 +16,10 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from rbjax.day_loop import scan_days
 from rbjax.model import suppliers as S
 from rbjax.policies import OracleParams, belief_state, oracle
 from rbjax.policies import belief as B
-from rbjax.runners.day_loop import scan_days
 
 STORES, DAYS = 8, 40
 CALIBRATION_TOLERANCE = 0.12
@@ -46,7 +46,7 @@ def watched(env, params):
     """Per morning of STORES oracle stores x DAYS: (posterior tiers [S, D, J, K, 7], true tiers, the price
     tiers read from the quotes, the true price tiers, the copula prior given the true price tier)."""
 
-    def watch(obs, privileged, state, action, key):
+    def watch(day, obs, privileged, state, action, key):
         belief = B.posterior(belief_state.visible(state), params)
         s = state.suppliers
         return belief.tier, s.quality_tier, belief.price_tier, s.price_tier

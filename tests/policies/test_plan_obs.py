@@ -18,7 +18,7 @@ from rbjax.model import future_draws
 from rbjax.policies import OracleParams, PlanSettings, belief_state, make
 from rbjax.policies import planner as planner_module
 from rbjax.policies.honest_oracle import honest_oracle
-from rbjax.policies.planner import Planner, candidate_count, default_params, future_keys
+from rbjax.policies.planner import Planner, default_params, future_keys
 from rbjax.policies.registry import NAMES, PLANNING
 from rbjax.runners.rollout import rollout
 
@@ -78,7 +78,7 @@ def test_the_agent_view_reads_no_hidden_field(env, params, morning):
         return np.asarray(values), actions, np.asarray(pv), pa
 
     values, actions, pv, pa = run(honest)
-    C = candidate_count(plan_params, view="agent")
+    C = honest.candidate_count(plan_params)
     assert values.shape == (len(states), C, 2) and len(np.unique(values[0, :, 0])) > 1
     for i, field in enumerate(fields, 1):
         np.testing.assert_array_equal(values[0], values[i], err_msg=f"the agent view read {field}")

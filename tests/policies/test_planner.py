@@ -14,12 +14,12 @@ import numpy as np
 import pytest
 from helpers import rbjax_commands
 
+from rbjax.day_loop import scan_days
 from rbjax.model import future_draws
 from rbjax.policies import OracleParams, PlanSettings, make, oracle
 from rbjax.policies import planner as planner_module
-from rbjax.policies.planner import Planner, candidate_actions, candidate_count, default_params, future_keys
+from rbjax.policies.planner import Planner, candidate_actions, default_params, future_keys
 from rbjax.policies.registry import POLICIES
-from rbjax.runners.day_loop import scan_days
 from rbjax.runners.rollout import rollout
 
 DAYS, SEED = 4, 2
@@ -44,7 +44,7 @@ def test_candidates_start_with_the_base_and_move_only_what_they_say(morning):
     obs, state, base = morning
     plan_params = default_params(OracleParams.default(), price_moves=[1.5], order_moves=[0.0])
     c = jax.jit(candidate_actions, static_argnums=3)(plan_params, base, obs, True)
-    assert c.price.shape == (candidate_count(plan_params, cheapest=True), 96) == (4, 96)
+    assert c.price.shape == (plan_params.candidate_count(cheapest=True), 96) == (4, 96)
     for name in ("price", "shelf", "order"):
         np.testing.assert_array_equal(getattr(c, name)[0], getattr(base, name))
     shelf = np.asarray(base.shelf)
@@ -59,7 +59,7 @@ def test_candidates_start_with_the_base_and_move_only_what_they_say(morning):
     cheapest = np.argmin(np.asarray(obs.quote_price), -1)
     placed = np.asarray(c.order[3]) > 0
     assert placed.any() and (np.argmax(placed, -1)[placed.any(-1)] == cheapest[placed.any(-1)]).all()
-    assert candidate_count(default_params(OracleParams.default())) == 9  # base, 5 price and 3 order moves
+    assert default_params(OracleParams.default()).candidate_count() == 9  # base, 5 price and 3 order moves
     with pytest.raises(ValueError, match="no field 'price'"):
         default_params(OracleParams.default(), price=[2.0])
 
@@ -190,7 +190,7 @@ def test_the_planner_refuses_what_it_cannot_plan_with(env, params, planned, morn
         planner(plan_params, obs, blind, jax.random.key(0))
     with pytest.raises(ValueError, match="call it with a key"):
         planner(plan_params, obs, env.privileged(state, params), None)
-    with pytest.raises(ValueError, match="futures 0: must be an int >= 1"):
+    with pytest.raises(ValueError, match="futures must be an int >= 1, got 0"):
         PlanSettings(futures=0)
     with pytest.raises(ValueError, match="does not plan"):
         PlanSettings(base=planner)
@@ -247,7 +247,7 @@ def _unbatched(env, params, planned, key, reset):
     program (the session's ``reset``), so that the days' program holds no reset of its own."""
     planner, plan_params = planned
 
-    def watch(obs, privileged, state, action, k_pol):
+    def watch(day, obs, privileged, state, action, k_pol):
         k_base, _ = jax.random.split(k_pol)
         base = oracle(plan_params.base, obs, privileged, k_base)
         return action, base, candidate_actions(plan_params, base, obs)

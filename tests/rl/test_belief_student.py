@@ -38,8 +38,8 @@ def test_the_kinds_and_their_checks():
     with pytest.raises(ValueError, match="one of privileged, observed, belief"):
         StudentConfig.of_kind("oracle")
     moves = default_params(OracleParams.default())
-    assert Student(BELIEF).candidates(moves) == moves.moves + belief_inputs.SUPPLIER_MOVES
-    assert Student(StudentConfig()).candidates(moves) == moves.moves
+    assert Student(BELIEF).candidate_count(moves) == moves.candidate_count() + belief_inputs.SUPPLIER_MOVES
+    assert Student(StudentConfig()).candidate_count(moves) == moves.candidate_count() == 9
 
 
 @pytest.mark.slow  # compiles the belief and a student
@@ -58,7 +58,7 @@ def test_the_belief_student_reads_no_hidden_field(env, params, morning):
         one = jax.jit(
             lambda s, p: (
                 student(sp, obs, env.privileged(s, p)),
-                student.inputs(sp.moves, obs, env.privileged(s, p)),
+                student.inputs(sp.planner, obs, env.privileged(s, p)),
             )
         )
         return [jax.tree.leaves(one(s, p)) for s, p in cases]
@@ -95,14 +95,14 @@ def test_its_anchor_is_the_honest_oracle_and_its_moves_change_supplier(env, para
     want = jax.jit(honest_oracle)(OracleParams.default(), obs, privileged)
     for x, y in zip(jax.tree.leaves(got), jax.tree.leaves(want)):
         np.testing.assert_array_equal(x, y)
-    anchor, candidates, (products, _, _) = jax.jit(student.inputs)(sp.moves, obs, privileged)
+    anchor, candidates, (products, _, _) = jax.jit(student.inputs)(sp.planner, obs, privileged)
     assert products.shape == (env.config.num_products, student.features)
     _, public, belief = belief_state.belief_of(state, params)
     moves = np.asarray(belief_inputs.supplier_moves(belief, obs))
     units = np.asarray(anchor.order).sum(-1)
     assert units.sum() > 0
     for i, k in enumerate(moves):
-        order = np.asarray(candidates.order)[sp.moves.moves + i]
+        order = np.asarray(candidates.order)[sp.planner.candidate_count() + i]
         np.testing.assert_array_equal(order.sum(-1), units)
         np.testing.assert_array_equal(order[np.arange(len(k)), k], units)
     assert (moves[0] != np.asarray(anchor.order).argmax(-1))[units > 0].any()  # a move that changes something
@@ -135,7 +135,7 @@ def test_train_distill_student_belief_is_taught_by_the_agent_view_and_loads_by_n
     student, config = load(out, env)
     assert config == TINY_BELIEF
     curve = pd.read_csv(out / "curve.csv")
-    C = Student(BELIEF).candidates(student.moves)
+    C = Student(BELIEF).candidate_count(student.planner)
     L = TINY.labels
     assert (curve.simulated_store_days == L.stores * L.label_days * C * L.futures * L.horizon).all()
     made, _ = policies.make("distilled_belief", env, str(out))

@@ -6,6 +6,8 @@ Small sizes throughout (a few stores, days, futures); the shipped students' tabl
 """
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import golden
@@ -76,7 +78,7 @@ def test_the_observed_student_reads_no_hidden_field(env, params, morning):
         act = jax.jit(student)
         inputs = jax.jit(student.inputs)
         a, b = (
-            jax.tree.leaves((act(sp, obs, p), inputs(sp.moves, obs, p))) for p in (real, garbage(real, 1))
+            jax.tree.leaves((act(sp, obs, p), inputs(sp.planner, obs, p))) for p in (real, garbage(real, 1))
         )
         equal = all(np.array_equal(x, y) for x, y in zip(a, b))
         assert equal == same, f"privileged={privileged}"
@@ -91,7 +93,9 @@ def test_scores_all_equal_play_the_anchors_action(env, params, morning):
     sp = student.init(jax.random.key(0))
     sp = sp.replace(net=jax.tree.map(jnp.zeros_like, sp.net))
     got = jax.jit(student)(sp, obs, env.privileged(state, params))
-    want = candidate_actions(sp.moves, student.anchor(sp.moves.base, obs, env.privileged(state, params)), obs)
+    want = candidate_actions(
+        sp.planner, student.anchor(sp.planner.base, obs, env.privileged(state, params)), obs
+    )
     for x, y in zip(jax.tree.leaves(got), jax.tree.leaves(jax.tree.map(lambda v: v[0], want))):
         np.testing.assert_array_equal(x, y)
 
@@ -166,17 +170,19 @@ def test_an_observed_checkpoint_without_the_supplier_evidence_says_to_train_agai
 
 @pytest.fixture(scope="module")
 def tiny_run(env, params, tmp_path_factory):
-    """(the folder of a two-round tiny recipe, its curve, its rounds' params), 5-day episodes."""
+    """(the folder of a two-round tiny recipe, its curve, its rounds' params, its progress lines), 5-day
+    episodes; a progress line after every call of the labels' day loop (``every=0``)."""
     short = params.replace(horizon=np.int32(L.days))
-    student, curve, rounds = distill(env, short, TINY, seed=0, progress=None)
+    lines = []
+    student, curve, rounds = distill(env, short, TINY, seed=0, progress=lines.append, every=0.0)
     out = tmp_path_factory.mktemp("distilled")
     save(out, student, TINY, curve, env)
-    return out, curve, rounds
+    return out, curve, rounds, lines
 
 
 @pytest.mark.slow
 def test_a_recipe_plays_labels_and_fits_each_round(env, tiny_run):
-    out, curve, rounds = tiny_run
+    out, curve, rounds, _ = tiny_run
     assert list(curve["round"]) == [0, 1] and (curve.labels == 2 * 2).all()  # stores x label days
     assert list(curve.fitted_on) == [4, 8]  # round 1 fits on both rounds' labels (TINY aggregates)
     assert (curve.simulated_store_days == 4 * 9 * 2 * 3).all()  # labels x C x M x H
@@ -191,6 +197,42 @@ def test_a_recipe_plays_labels_and_fits_each_round(env, tiny_run):
     for a, b in zip(jax.tree.leaves(params), jax.tree.leaves(rounds[-1])):
         np.testing.assert_array_equal(a, b)
     assert json.loads((out / "config.json").read_text())["distill"]["rounds"] == 2
+
+
+@pytest.mark.slow
+def test_a_round_reports_its_labels_days_call_by_call(tiny_run):
+    """``labels.collect`` reports after every call of the one day loop (one day a call): each round's lines
+    count its days, then the round's summary."""
+    *_, lines = tiny_run
+    for r in range(TINY.rounds):
+        days = [line for line in lines if line.startswith(f"round {r}: day ")]
+        assert [d.split(",")[0] for d in days] == [
+            f"round {r}: day {d}/{L.days}" for d in range(1, L.days + 1)
+        ]
+        assert lines.index(days[-1]) + 1 == lines.index(
+            next(x for x in lines if x.startswith(f"round {r}: 4 new"))
+        )
+
+
+def test_train_distill_help_names_its_own_options_and_its_time():
+    """``rbjax train distill --help``, as a user runs it: distillation's options only (none of PPO's or the
+    fine-tune's), and the default recipe's time as ``benchmarks/results/distill.json`` measured it."""
+    out = subprocess.run(
+        [sys.executable, "-m", "rbjax", "train", "distill", "--help"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    text = " ".join(out.stdout.split())
+    for flag in "--student --rounds --label-days --explore --plan-futures --plan-horizon --batch".split():
+        assert flag in text, flag
+    ppo = "--ent-coef --minibatches --rollout-days --steps --supplier-prior --init --progress".split()
+    for flag in (*ppo, "--critic-updates", "--kl-coef", "--eval-every", "ppo:", "fine-tune"):
+        assert flag not in text, flag
+    if RESULTS.exists():  # the figure the help states is the measured one
+        seconds = json.loads(RESULTS.read_text())["curves"]["distilled"][0]["train_s"]
+        assert f"about {round(seconds / 60)} minutes on 2 CPU cores ({seconds:,.0f} s measured" in text
 
 
 @pytest.mark.slow
@@ -212,7 +254,7 @@ def test_train_distill_refuses_bad_settings_in_one_line(capsys, tmp_path):
         ("train distill --explore 1.5", "explore must be in [0, 1]"),
         ("train distill --plan-horizon 0", "LabelSettings.horizon must be an int >= 1"),
         ("train distill --batch 0", "DistillConfig.batch must be an int >= 1"),
-        ("train distill --init x", "--init is for ppo"),
+        ("train distill --init x", "unrecognized arguments: --init x (see rbjax train distill --help)"),
     ):
         err = cli_error(capsys, f"{line} --out {tmp_path}")
         assert words in err and "Traceback" not in err, (line, err)
@@ -228,6 +270,8 @@ def test_train_distill_then_run_the_student_on_the_clis_devices(env, tiny_run, t
         cwd=tmp_path,
     )
     assert "distill: 2 rounds, 8 labels" in out and "wrote s/config.json" in out
+    for r in range(TINY.rounds):  # within a round: its first call of the labels' days, and its last
+        assert f"round {r}: day 1/{L.days}, " in out and f"round {r}: day {L.days}/{L.days}, " in out
     assert f"distilled policy, 2 stores x {L.days} days" in out
     (want, _), (got, config) = (load(folder, env) for folder in (tiny_run[0], tmp_path / "s"))
     assert config == TINY

@@ -173,7 +173,7 @@ def test_the_actor_reads_no_hidden_field_and_the_critic_does(env, params):
 
     def seen(s):
         privileged = env.privileged(s, params)
-        anchor, candidates, feats = student.inputs(tuned.moves, obs, privileged)
+        anchor, candidates, feats = student.inputs(tuned.planner, obs, privileged)
         return student(tuned, obs, privileged), feats, hidden_features(anchor, privileged)
 
     one = jax.jit(seen)

@@ -89,13 +89,11 @@ def distill_main(args) -> None:
     from rbjax.rl.distill.recipe import REGISTERED, DistillConfig, distill, save
     from rbjax.rl.distill.student import StudentConfig
 
-    if args.init:
-        raise fail("train: --init is for ppo (a distill round starts from the last round's weights)")
     d = DistillConfig()
     try:
         labels = dataclasses.replace(
             d.labels,
-            stores=args.stores or d.labels.stores,
+            stores=args.stores,
             label_days=args.label_days,
             days=args.days,
             explore=args.explore,
@@ -103,12 +101,12 @@ def distill_main(args) -> None:
             horizon=args.plan_horizon,
         )
         config = DistillConfig(
-            student=StudentConfig.of_kind(args.student, hidden=args.hidden or d.student.hidden),
+            student=StudentConfig.of_kind(args.student, hidden=args.hidden),
             rounds=args.rounds,
             labels=labels,
-            epochs=args.epochs or d.epochs,
+            epochs=args.epochs,
             batch=args.batch,
-            lr=args.lr or d.lr,
+            lr=args.lr,
             aggregate=args.aggregate,
         )
     except ValueError as e:
@@ -116,7 +114,15 @@ def distill_main(args) -> None:
     out = Path(args.out or f"runs/distill_{args.student}")
     check_writable_folder(str(out))  # before any work: a run of minutes must not end on an unwritable folder
     env, params = make_env(args)
-    student, curve, _ = distill(env, params, config, seed=args.seed)
+    L = config.labels
+    print(
+        f"distill: {config.rounds} rounds (0-{config.rounds - 1}) of {L.stores:,} stores x {L.days} days, "
+        f"{L.label_days} mornings labeled a store ({L.futures} futures x {L.horizon} days a candidate)",
+        flush=True,
+    )
+    student, curve, _ = distill(
+        env, params, config, seed=args.seed, progress=lambda line: print(line, flush=True)
+    )
     save(out, student, config, curve, env)
     last = curve.iloc[-1]
     print(

@@ -47,9 +47,10 @@ import jax.numpy as jnp
 from flax import struct
 
 from rbjax.arguments import ArgumentError
+from rbjax.counts import need_count
+from rbjax.day_loop import scan_days
 from rbjax.kernels.batching import unless_all_skip
 from rbjax.kernels.halving import sequential_halving, survivors
-from rbjax.kernels.rng import day_keys
 from rbjax.model import future_draws
 from rbjax.params import EnvParams
 from rbjax.policies import belief_state
@@ -118,9 +119,9 @@ class PlanSettings:
 
     def __post_init__(self):
         for name in ("futures", "horizon", "every"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ArgumentError(f"{{{name}}} {value!r}: must be an int >= 1", name)
+            need_count(
+                f"{{{name}}}", getattr(self, name), whole=True, error=lambda m, n=name: ArgumentError(m, n)
+            )
         for name in ("halving", "cheapest"):
             if not isinstance(getattr(self, name), bool):
                 raise ArgumentError(f"{{{name}}} {getattr(self, name)!r}: must be True or False", name)
@@ -189,16 +190,10 @@ class PlannerParams:
         if dataclasses.is_dataclass(self.base) and hasattr(self.base, "check"):
             self.base.check()
 
-    @property
-    def moves(self) -> int:
-        """1 + P + O, the candidates these params make (``candidate_count`` adds the cheapest supplier's)."""
-        return 1 + len(self.price_moves) + len(self.order_moves)
-
-
-def candidate_count(params: PlannerParams, cheapest: bool = False, view: str = "state") -> int:
-    """C, the candidates of a planned day: the base action, P price and O order moves, the cheapest
-    supplier's where ``cheapest``, and ``SUPPLIER_MOVES`` more in the agent's view."""
-    return params.moves + int(cheapest) + SUPPLIER_MOVES * (view == "agent")
+    def candidate_count(self, cheapest: bool = False, suppliers: int = 0) -> int:
+        """C, the candidate actions ``candidate_actions`` makes of these params: the base action, P price and O
+        order moves, the cheapest supplier's where ``cheapest``, and ``suppliers`` supplier moves."""
+        return 1 + len(self.price_moves) + len(self.order_moves) + int(cheapest) + suppliers
 
 
 def default_params(base_params: Any, **moves) -> PlannerParams:
@@ -273,7 +268,7 @@ class Planner:
     """The planner as a policy: ``planner(params, obs, privileged, key) -> Action`` (``PlannerParams``).
 
     env: the model it simulates (the Env the store runs in; ``Model``); settings: ``PlanSettings``. Equal for
-    one env and equal settings (the env by identity), so the program cache (``rbjax.runners.programs``), which
+    one env and equal settings (the env by identity), so the program cache (``rbjax.programs``), which
     keys a program by its policy, compiles a planner's programs once however often it is made.
     """
 
@@ -289,10 +284,16 @@ class Planner:
         """The base policy's function."""
         return self.settings.base_policy
 
+    def candidate_count(self, params: PlannerParams) -> int:
+        """C, the candidates of a planned day: ``params``' moves, the cheapest supplier's where ``cheapest``, and
+        ``SUPPLIER_MOVES`` more in the agent's view."""
+        s = self.settings
+        return params.candidate_count(s.cheapest, SUPPLIER_MOVES * (s.view == "agent"))
+
     def simulated_days(self, params: PlannerParams) -> int:
         """Store-days simulated per planned store-day: C x M x H (with halving, C x M1 x H + C2 x M2 x H)."""
         s = self.settings
-        C, M, H = candidate_count(params, s.cheapest, s.view), s.futures, s.horizon
+        C, M, H = self.candidate_count(params), s.futures, s.horizon
         if not s.halving:
             return C * M * H
         return (C * (M // 2) + survivors(C) * (M - M // 2)) * H
@@ -340,7 +341,7 @@ class Planner:
         some = lambda idx, ks: self.values(
             params, jax.tree.map(lambda x: x[idx], candidates), obs, privileged, ks
         )
-        best = sequential_halving(some, candidate_count(params, s.cheapest, s.view), keys)
+        best = sequential_halving(some, self.candidate_count(params), keys)
         return jax.tree.map(lambda x: x[best], candidates)
 
     def values(
@@ -364,22 +365,30 @@ class Planner:
 
     def future(self, base_params, obs: Observation, state, env_params, action: Action, key) -> jax.Array:
         """[] net worth after today's ``action`` and ``horizon - 1`` base days in the future of ``key``, in a
-        state whose draws for later days are the future's own (``own_future``). One day program for all the
-        days: today plays ``action`` where the base's is made and dropped (a program of one step, not two,
-        compiles in about 3/4 of the time; the days are the same, bit for bit)."""
-        env = self.env
+        state whose draws for later days are the future's own (``own_future``): the one day loop
+        (``rbjax.day_loop.scan_days``, days 0 .. H - 1 of ``key``) on ``played_today``."""
         state = own_future(state, env_params, key)
-
-        def day(carry, h):
-            obs, state = carry
-            k_pol, k_env = day_keys(key, h)
-            planned = as_candidate(self.base(base_params, obs, env.privileged(state, env_params), k_pol), obs)
-            act = jax.tree.map(lambda c, b: jnp.where(h == 0, c, b.astype(c.dtype)), action, planned)
-            obs, state, *_ = env.step(k_env, state, act, env_params)
-            return (obs, state), None
-
-        (_, state), _ = jax.lax.scan(day, (obs, state), jnp.arange(self.settings.horizon, dtype=jnp.int32))
+        policy = played_today(action, self.base, obs.day)
+        (_, state), _ = scan_days(
+            self.env, policy, base_params, env_params, obs, state, key, jnp.int32(0), self.settings.horizon,
+            record=lambda info: None,
+        )  # fmt: skip
         return state.net_worth
+
+
+def played_today(action: Action, base: Callable, today) -> Callable:
+    """The policy of a future: ``action`` on the morning of day ``today`` (the store's day, ``obs.day``), the
+    ``base`` policy's action on every later day (``as_candidate``, cast to the candidates' dtypes). One day
+    program for all the days: today's base action is made and dropped (a program of one step, not two, compiles
+    in about 3/4 of the time). A store whose day stays ``today`` after the first step had ended before it: no
+    action changes it (``Env.step``)."""
+
+    def policy(base_params, obs: Observation, privileged: Privileged, key) -> Action:
+        planned = as_candidate(base(base_params, obs, privileged, key), obs)
+        first = obs.day == today
+        return jax.tree.map(lambda c, b: jnp.where(first, c, b.astype(c.dtype)), action, planned)
+
+    return policy
 
 
 def as_candidate(action: Action, obs: Observation) -> Action:

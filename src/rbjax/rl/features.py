@@ -10,12 +10,13 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
+from rbjax.config import EPISODE_DAYS
 from rbjax.policies.estimates import daily_demand, stock_position
 from rbjax.state import Observation
 
 RECENT = 7  # days of "recent" sales
 HISTORY_PROFIT = 16  # column of symlog(pre-opening profit) in the product rows
-HORIZON = 180.0  # day scale of the global day feature
+HORIZON = float(EPISODE_DAYS)  # day scale of the global day feature
 
 
 def symlog(x: jax.Array) -> jax.Array:

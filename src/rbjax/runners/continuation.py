@@ -13,10 +13,10 @@ import dataclasses
 import jax
 
 from rbjax.checks import need_count
+from rbjax.day_loop import Policy
 from rbjax.env import Env
 from rbjax.files.snapshots import Snapshot, check_batch_state, check_day, check_keys
 from rbjax.params import EnvParams
-from rbjax.runners.day_loop import Policy
 from rbjax.runners.rollout import RolloutOptions, rollout
 from rbjax.state import EnvState
 

@@ -1,5 +1,5 @@
 """Batched rollouts, the chunk driver: stores in chunks that fit in memory, each chunk's days in jitted calls
-(``rbjax.runners.rollout_programs``) of one store's day loop (``rbjax.runners.day_loop.scan_days``) under
+(``rbjax.runners.rollout_programs``) of one store's day loop (``rbjax.day_loop.scan_days``) under
 ``vmap`` over stores, sharded over devices.
 
 How a rollout runs (records, axes, devices, chunks, calls, progress) is one ``RolloutOptions``, taken by
@@ -19,9 +19,10 @@ import numpy as np
 from jax.experimental import multihost_utils
 
 from rbjax.checks import check_policy_params, is_concrete, need_count
+from rbjax.config import EPISODE_DAYS
+from rbjax.day_loop import Policy, in_chunks
 from rbjax.env import Env
 from rbjax.params import EnvParams
-from rbjax.runners.day_loop import Policy
 from rbjax.runners.memory import auto_store_chunk
 from rbjax.runners.placement import place, standing_in, take_stores
 from rbjax.runners.progress import RolloutProgress
@@ -96,7 +97,7 @@ def rollout(
     policy_params,
     env_params: EnvParams,
     keys: jax.Array,
-    days: int = 180,
+    days: int = EPISODE_DAYS,
     options: RolloutOptions | None = None,
     *,
     state=None,
@@ -128,7 +129,7 @@ def rollout_chunks(
     policy_params,
     env_params: EnvParams,
     keys: jax.Array,
-    days: int = 180,
+    days: int = EPISODE_DAYS,
     options: RolloutOptions | None = None,
     *,
     state=None,
@@ -258,17 +259,17 @@ def _run_batch(env, policy, inputs, first_day: int, days: int, o: RolloutOptions
     if report:
         loaded = made("loaded") > loaded and made("built") == built
         report.opened(opening_seconds, loaded=loaded)
-    outs, done = [], 0
-    while done < days:
-        length = min(days_per_call, days - done)
-        clock = time.perf_counter()
-        day = jnp.int32(first_day + done)
-        (obs, state), rec = run_days[length](policy_params, env_params, obs, state, k_run, day)
-        outs.append(rec)
-        done += length
-        if report:
-            jax.block_until_ready(rec)
-            report(done, time.perf_counter() - clock, length)
+
+    def advance(carry, first: int, length: int):
+        return run_days[length](policy_params, env_params, *carry, k_run, jnp.int32(first))
+
+    def reported(rec, done: int, length: int, seconds: float):
+        report(done, seconds, length)
+        return rec
+
+    (obs, state), outs = in_chunks(
+        advance, (obs, state), days, days_per_call, first_day, reported if report else None
+    )
     recs = outs[0] if len(outs) == 1 else jax.tree.map(lambda *x: jnp.concatenate(x, axis=1), *outs)
     jax.block_until_ready(recs)
     return recs, state, (opening_seconds, time.perf_counter() - days_clock)

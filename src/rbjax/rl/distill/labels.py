@@ -21,6 +21,7 @@ random candidate is played instead, so the labeled mornings are varied. Stores a
 from __future__ import annotations
 
 import dataclasses
+import functools
 import time
 from collections.abc import Callable
 from typing import Any
@@ -29,15 +30,21 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from rbjax.config import EPISODE_DAYS
+from rbjax.counts import need_count
+from rbjax.day_loop import in_chunks, scan_days
 from rbjax.env import Env
-from rbjax.kernels.rng import day_keys
 from rbjax.policies.oracle import oracle
-from rbjax.policies.planner import Planner, PlanSettings, future_keys
+from rbjax.policies.planner import Planner, PlannerParams, PlanSettings, future_keys
 from rbjax.rl.distill.student import Student
 from rbjax.runners.placement import mesh_map, place, specs
 from rbjax.runners.rollout_programs import open_stores
+from rbjax.state import Action
 
 _EXPLORE, _LABEL = 0x45585052, 0x4C41424C  # fold-in tags of the exploration and the labels' futures
+# days a call of the labels' loop: a labeled morning simulates C x M x H store-days a store (the default recipe's
+# take about 27 s on 2 cores, benchmarks/results/distill.json), so a call of one day reports at least that often
+DAYS_PER_CALL = 1
 
 
 @dataclasses.dataclass(frozen=True)
@@ -47,16 +54,14 @@ class LabelSettings:
 
     stores: int = 256
     label_days: int = 20
-    days: int = 180
+    days: int = EPISODE_DAYS
     explore: float = 0.2
     futures: int = PlanSettings.futures  # the planner's own defaults
     horizon: int = PlanSettings.horizon
 
     def __post_init__(self):
         for name in ("stores", "label_days", "days", "futures", "horizon"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ValueError(f"LabelSettings.{name} must be an int >= 1, got {value!r}")
+            need_count(f"LabelSettings.{name}", getattr(self, name), whole=True)
         if self.label_days > self.days:
             raise ValueError(f"LabelSettings.label_days ({self.label_days}) exceeds days ({self.days})")
         if not 0.0 <= self.explore <= 1.0:
@@ -95,73 +100,108 @@ class Labels:
         return np.argmax(self.values, -1)
 
 
+def explore(policy: Callable, candidates_of: Callable, share: float) -> Callable:
+    """``policy`` that, on a share ``share`` of store-days, plays a uniformly random candidate instead:
+    ``candidates_of(obs, privileged)`` -> the candidates (leaves [C, ...]). The coin and the pick are drawn from
+    the policy key (``_EXPLORE``), so a store's days explore alike in every run."""
+
+    def exploring(params, obs, privileged, key) -> Action:
+        action = policy(params, obs, privileged, key)
+        candidates = candidates_of(obs, privileged)
+        k_coin, k_pick = jax.random.split(jax.random.fold_in(key, _EXPLORE))
+        pick = jax.random.randint(k_pick, (), 0, jax.tree.leaves(candidates)[0].shape[0])
+        coin = jax.random.uniform(k_coin) < share
+        random_one = jax.tree.map(lambda x: x[pick], candidates)
+        return jax.tree.map(lambda a, b: jnp.where(coin, b, a), action, random_one)
+
+    return exploring
+
+
 def collect(
     env: Env,
     params,
     student: Student,
-    moves,
+    planner_params: PlannerParams,
     policy: Callable,
     policy_params: Any,
     settings: LabelSettings,
     key: jax.Array,
     devices: tuple | None = None,
+    progress: Callable[[int, int, float], None] | None = None,
+    days_per_call: int = DAYS_PER_CALL,
 ) -> Labels:
-    """Play ``policy`` (the current one: the anchor in round 0, the last student after) on ``settings.stores``
-    stores from ``key`` and label ``settings.label_days`` mornings of each with the planner over ``student``'s
-    candidates (``moves``: ``PlannerParams``, its base the anchor's params)."""
+    """Play ``policy`` (the current one: the anchor in round 0, the last student after; a policy function) on
+    ``settings.stores`` stores from ``key`` and label ``settings.label_days`` mornings of each with the planner
+    over ``student``'s candidates (``planner_params``: its moves, its base the anchor's params).
+
+    The days are the one day loop's (``rbjax.day_loop.scan_days``), ``days_per_call`` a call (one program,
+    compiled once): the exploring policy (``explore``) plays, and the loop's watch labels each labeled morning
+    under a ``lax.cond`` on the day (the day is the same for every store, so only labeled days simulate
+    futures). Each call's labeled mornings are taken to the host. progress: None, or ``progress(days done,
+    days, seconds so far)`` after each call."""
+    need_count("days_per_call", days_per_call, whole=True)
     devices = tuple(jax.devices() if devices is None else devices)
     n = settings.stores + (-settings.stores) % len(devices)  # whole stores per device
     k_stores, k_days = jax.random.split(key)
     keys = jax.random.split(k_stores, n)
     rng = np.random.default_rng(np.asarray(jax.random.key_data(k_days)).astype(np.uint64).sum())
-    label_days = set(rng.choice(settings.days, settings.label_days, replace=False).tolist())
+    label_days = np.zeros(settings.days, bool)
+    label_days[rng.choice(settings.days, settings.label_days, replace=False)] = True
     plan = PlanSettings(base=policy, futures=settings.futures, horizon=settings.horizon)
-    plan_params = moves.replace(base=policy_params)
+    plan_params = planner_params.replace(base=policy_params)
     if student.config.belief:  # plan_obs: the belief's draws, then the oracle on them
-        plan, plan_params = dataclasses.replace(plan, base=oracle, view="agent"), moves
+        plan, plan_params = dataclasses.replace(plan, base=oracle, view="agent"), planner_params
     planner = Planner(env, plan)
-    C = student.candidates(moves)
+    candidates_of = lambda obs, privileged: student.inputs(planner_params, obs, privileged)[1]  # noqa: E731
+    playing = explore(policy, candidates_of, settings.explore)
 
-    def play(state, obs, key, day, policy_params):
-        k_pol, k_env = day_keys(key, day)
-        privileged = env.privileged(state, params)
-        anchor, candidates, feats = student.inputs(moves, obs, privileged)
-        if policy is student.anchor:  # round 0: the anchor's own action, computed once
-            action = anchor
-        elif policy == student:  # a student of this kind: its choice among the candidates just built
-            action = student.choose(policy_params, candidates, feats)
-        else:
-            action = policy(policy_params, obs, privileged, k_pol)
-        k_coin, k_pick = jax.random.split(jax.random.fold_in(k_pol, _EXPLORE))
-        pick = jax.random.randint(k_pick, (), 0, C)
-        explore = jax.random.uniform(k_coin) < settings.explore
-        random_one = jax.tree.map(lambda x: x[pick], candidates)
-        action = jax.tree.map(lambda a, b: jnp.where(explore, b, a), action, random_one)
-        obs, state, *_ = env.step(k_env, state, action, params)
-        return state, obs
+    def one_store(obs, state, key, first_day, labeled, policy_params, plan_params, length):
+        def label(day, obs, privileged):
+            _, candidates, (products, store, mask) = student.inputs(planner_params, obs, privileged)
+            futures = future_keys(jax.random.fold_in(jax.random.fold_in(key, _LABEL), day), settings.futures)
+            values = planner.values(plan_params, candidates, obs, privileged, futures).mean(-1)
+            return products, store, mask, values
 
-    def label(state, obs, key, day, plan_params):
-        privileged = env.privileged(state, params)
-        _, candidates, (products, store, mask) = student.inputs(moves, obs, privileged)
-        futures = future_keys(jax.random.fold_in(jax.random.fold_in(key, _LABEL), day), settings.futures)
-        values = planner.values(plan_params, candidates, obs, privileged, futures).mean(-1)
-        return products, store, mask, values
+        def watch(day, obs, privileged, state, action, k_pol):
+            empty = jax.tree.map(
+                lambda x: jnp.zeros(x.shape, x.dtype), jax.eval_shape(label, day, obs, privileged)
+            )
+            return jax.lax.cond(labeled[day], label, lambda *_: empty, day, obs, privileged)
 
-    per_store = (0, 0, 0, None, None)
-    shard = lambda f: jax.jit(mesh_map(jax.vmap(f, in_axes=per_store), devices, specs(per_store)))  # noqa: E731
-    play_days, label_morning = shard(play), shard(label)
+        (obs, state), (_, watched) = scan_days(
+            env, playing, policy_params, params, obs, state, key, first_day, length,
+            record=lambda info: None, watch=watch,
+        )  # fmt: skip
+        return (obs, state), watched
+
+    per_store = (0, 0, 0, None, None, None, None)
+    labeled = jnp.asarray(label_days)  # an argument: the program does not hold the round's label days
+    calls = {}
+
+    def advance(carry, first: int, length: int):
+        if length not in calls:
+            f = jax.vmap(functools.partial(one_store, length=length), in_axes=per_store)
+            calls[length] = jax.jit(mesh_map(f, devices, specs(per_store)))
+        (obs, state), watched = calls[length](
+            *carry, keys, jnp.int32(first), labeled, policy_params, plan_params
+        )
+        return (obs, state), watched
+
+    out = []
+
+    def keep(watched, done: int, length: int, seconds: float):
+        first = done - length
+        for i in np.flatnonzero(label_days[first:done]):  # the call's labeled mornings, on the host
+            out.append(tuple(np.asarray(x[: settings.stores, i]) for x in watched) + (first + i,))
+        if progress is not None:
+            progress(done, settings.days, time.perf_counter() - start)
+
     obs, state = open_stores(env, keys, params, devices)  # the rollouts' reset: a batch size compiles once
     keys = place(keys, 0, devices)
     start = time.perf_counter()
-    out = []
-    for day in range(settings.days):
-        d = jnp.int32(day)
-        if day in label_days:
-            out.append(jax.device_get(label_morning(state, obs, keys, d, plan_params)) + (day,))
-        state, obs = play_days(state, obs, keys, d, policy_params)
-    jax.block_until_ready(state)
-    keep = slice(0, settings.stores)
-    cat = lambda i: np.concatenate([np.asarray(o[i])[keep] for o in out])  # noqa: E731
+    in_chunks(advance, (obs, state), settings.days, days_per_call, on_chunk=keep)
+    cat = lambda i: np.concatenate([o[i] for o in out])  # noqa: E731
+    C = student.candidate_count(planner_params)
     return Labels(
         products=cat(0),
         store=cat(1),

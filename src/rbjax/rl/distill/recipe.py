@@ -24,6 +24,7 @@ import optax
 import pandas as pd
 from flax import serialization
 
+from rbjax.counts import need_count
 from rbjax.env import Env
 from rbjax.policies.oracle import OracleParams
 from rbjax.policies.planner import default_params as default_moves
@@ -31,6 +32,9 @@ from rbjax.rl.distill.labels import Labels, LabelSettings, collect
 from rbjax.rl.distill.student import SHARED_P, SUPPLIER_P, Student, StudentConfig, StudentParams
 
 FILES = ("config.json", "student.msgpack")
+PROGRESS_EVERY = (
+    20.0  # seconds between a round's progress lines (a labeled morning takes about 27 s on 2 cores)
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -47,9 +51,7 @@ class DistillConfig:
 
     def __post_init__(self):
         for name in ("rounds", "epochs", "batch"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ValueError(f"DistillConfig.{name} must be an int >= 1, got {value!r}")
+            need_count(f"DistillConfig.{name}", getattr(self, name), whole=True)
         if not isinstance(self.aggregate, bool):
             raise ValueError(f"DistillConfig.aggregate must be a bool, got {self.aggregate!r}")
         if not self.lr > 0:
@@ -79,7 +81,7 @@ def fit(
     held, train = order[: max(1, n // 10)], order[max(1, n // 10) :]
     held = held[held >= new_from] if (held >= new_from).any() else held  # scored: new labels never fitted
     data = dict(products=labels.products, store=labels.store, mask=labels.mask, best=labels.best)
-    net = student.net(student.candidates(params.moves))
+    net = student.net(student.candidate_count(params.planner))
     tx = optax.adam(config.lr)
     opt = tx.init(params.net)
 
@@ -121,18 +123,24 @@ def distill(
     config: DistillConfig = DistillConfig(),
     seed: int = 0,
     progress: Callable[[str], None] | None = print,
+    every: float = PROGRESS_EVERY,
 ) -> tuple[StudentParams, pd.DataFrame, list[StudentParams]]:
-    """(the last round's student params, the curve: one row a round, every round's params)."""
+    """(the last round's student params, the curve: one row a round, every round's params). progress: None, or
+    called with a line after each round, and within a round's labels about every ``every`` seconds (``day
+    D/DAYS``, and on its last day)."""
     student = Student(config.student)
     key = jax.random.key(seed)
-    moves = default_moves(OracleParams.default())
-    current = student.init(jax.random.fold_in(key, 0xA7), moves, env.config.num_products)
-    policy, policy_params = student.anchor, moves.base
+    planner = default_moves(OracleParams.default())
+    current = student.init(jax.random.fold_in(key, 0xA7), planner, env.config.num_products)
+    policy, policy_params = student.anchor, planner.base
     rows, rounds, seen = [], [], []
     for r in range(config.rounds):
         start = time.perf_counter()
         k_round = jax.random.fold_in(key, r)
-        labels = collect(env, params, student, moves, policy, policy_params, config.labels, k_round)
+        days = None if progress is None else _days_line(progress, f"round {r}", every)
+        labels = collect(
+            env, params, student, planner, policy, policy_params, config.labels, k_round, progress=days
+        )
         seen = [*seen, labels] if config.aggregate else [labels]
         data = Labels.concat(seen)
         k_fit = jax.random.fold_in(k_round, 1)
@@ -159,6 +167,21 @@ def distill(
             )
         policy, policy_params = student, current
     return current, pd.DataFrame(rows), rounds
+
+
+def _days_line(
+    progress: Callable[[str], None], where: str, every: float
+) -> Callable[[int, int, float], None]:
+    """``labels.collect``'s progress as lines: ``ROUND: day D/DAYS, S s`` on a round's first call (it compiles
+    the labeler), then once ``every`` seconds have passed since the last line, and on the last day."""
+    last = [None]
+
+    def days(done: int, total: int, seconds: float) -> None:
+        if last[0] is None or seconds - last[0] >= every or done == total:
+            progress(f"{where}: day {done}/{total}, {seconds:.0f} s")
+            last[0] = seconds
+
+    return days
 
 
 def save(
@@ -189,7 +212,12 @@ def load(path: str | Path, env: Env) -> tuple[StudentParams, DistillConfig]:
         raise ValueError(f"checkpoint {path} has num_products={trained}, the env {env.config.num_products}")
     template = Student(config.student).init(jax.random.key(0), num_products=trained)
     try:
-        params = serialization.from_bytes(template, (path / "student.msgpack").read_bytes())
+        state = serialization.msgpack_restore((path / "student.msgpack").read_bytes())
+        if (
+            isinstance(state, dict) and "moves" in state and "planner" not in state
+        ):  # before StudentParams.planner
+            state["planner"] = state.pop("moves")
+        params = serialization.from_state_dict(template, state)
     except Exception as e:  # msgpack and from_state_dict raise several unrelated types
         raise ValueError(
             f"{path / 'student.msgpack'}: does not hold this student ({type(e).__name__})"

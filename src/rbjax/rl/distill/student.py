@@ -31,6 +31,7 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
+from rbjax.config import EPISODE_DAYS
 from rbjax.policies.estimates import daily_demand, stock_position
 from rbjax.policies.honest_oracle import honest_oracle
 from rbjax.policies.oracle import OracleParams, best_supplier, oracle
@@ -101,7 +102,7 @@ def shared_features(obs: Observation, anchor: Action) -> jax.Array:
     return jnp.stack([c.astype(f) for c in cols], -1)
 
 
-def store_features(obs: Observation, horizon: float = 180.0) -> jax.Array:
+def store_features(obs: Observation, horizon: float = float(EPISODE_DAYS)) -> jax.Array:
     """[G] the store's day, funds, net worth and capacity in use (G = 5)."""
     f = obs.prices.dtype
     signed_log = lambda x: jnp.sign(x) * jnp.log1p(jnp.abs(x)) / 12.0  # noqa: E731
@@ -166,11 +167,12 @@ class StudentConfig:
 
 @struct.dataclass
 class StudentParams:
-    """net: the network's weights; moves: the candidates' moves (``PlannerParams``, its base the anchor's
-    ``OracleParams``)."""
+    """net: the network's weights; planner: the planner's params whose candidates it chooses among
+    (``PlannerParams``: the moves, its base the anchor's ``OracleParams``; a checkpoint from before the name
+    calls it ``moves``, ``recipe.load``)."""
 
     net: Any
-    moves: PlannerParams
+    planner: PlannerParams
 
 
 @dataclasses.dataclass(frozen=True)
@@ -192,42 +194,43 @@ class Student:
         """P, the features the network reads of a product."""
         return SHARED_P + (belief_inputs.BELIEF_P if self.config.belief else SUPPLIER_P)
 
-    def candidates(self, moves: PlannerParams) -> int:
-        """C, the candidates it chooses among: the planner's moves, and the belief's supplier moves."""
-        return moves.moves + belief_inputs.SUPPLIER_MOVES * self.config.belief
+    def candidate_count(self, planner: PlannerParams) -> int:
+        """C, the candidates it chooses among: the planner's, and the belief's supplier moves."""
+        return planner.candidate_count(suppliers=belief_inputs.SUPPLIER_MOVES * self.config.belief)
 
     def net(self, candidates: int) -> StudentNet:
         return StudentNet(candidates=candidates, hidden=self.config.hidden)
 
-    def inputs(self, moves: PlannerParams, obs: Observation, privileged: Privileged):
+    def inputs(self, planner: PlannerParams, obs: Observation, privileged: Privileged):
         """(anchor action, candidates [C, ...], (products [J, P], store [G], mask [J])): what one morning gives
-        the network, and what it chooses among."""
+        the network, and what it chooses among (``planner``: the candidates' moves, its base the anchor's
+        params)."""
         if self.config.belief:
-            anchor, suppliers, tail = belief_inputs.read(moves.base, obs, privileged)
+            anchor, suppliers, tail = belief_inputs.read(planner.base, obs, privileged)
             feats = jnp.concatenate([shared_features(obs, anchor), tail], -1)
-            candidates = candidate_actions(moves, anchor, obs, suppliers=suppliers)
+            candidates = candidate_actions(planner, anchor, obs, suppliers=suppliers)
             return anchor, candidates, (feats, store_features(obs), anchor.shelf)
-        anchor = self.anchor(moves.base, obs, privileged)
+        anchor = self.anchor(planner.base, obs, privileged)
         view = privileged if self.config.privileged else None
         feats = (product_features(obs, anchor, view), store_features(obs), anchor.shelf)
-        return anchor, candidate_actions(moves, anchor, obs), feats
+        return anchor, candidate_actions(planner, anchor, obs), feats
 
     def choose(self, params: StudentParams, candidates: Action, feats) -> Action:
-        scores = self.net(self.candidates(params.moves)).apply(params.net, *feats)
+        scores = self.net(self.candidate_count(params.planner)).apply(params.net, *feats)
         best = jnp.argmax(scores)  # ties to the lowest index: the anchor's own action
         return jax.tree.map(lambda x: x[best], candidates)
 
     def __call__(self, params: StudentParams, obs: Observation, privileged: Privileged, key=None) -> Action:
-        _, candidates, feats = self.inputs(params.moves, obs, privileged)
+        _, candidates, feats = self.inputs(params.planner, obs, privileged)
         return self.choose(params, candidates, feats)
 
     def init(
-        self, key: jax.Array, moves: PlannerParams | None = None, num_products: int = 96
+        self, key: jax.Array, planner: PlannerParams | None = None, num_products: int = 96
     ) -> StudentParams:
-        """Fresh weights for the default moves (``policies.planner.default_params``) or ``moves``."""
-        moves = default_moves(OracleParams.default()) if moves is None else moves
+        """Fresh weights for the default moves (``policies.planner.default_params``) or ``planner``'s."""
+        planner = default_moves(OracleParams.default()) if planner is None else planner
         P, J = self.features, num_products
-        net = self.net(self.candidates(moves)).init(
+        net = self.net(self.candidate_count(planner)).init(
             key, jnp.zeros((J, P)), jnp.zeros(STORE_G), jnp.ones(J, bool)
         )
-        return StudentParams(net=net, moves=moves)
+        return StudentParams(net=net, planner=planner)

@@ -16,10 +16,10 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
+from rbjax.day_loop import scan_days
 from rbjax.env import Env
 from rbjax.params import EnvParams
 from rbjax.rl.distill.student import Student, StudentParams
-from rbjax.runners.day_loop import scan_days
 from rbjax.state import Action, Observation, Privileged
 
 HIDDEN_P = (
@@ -59,9 +59,9 @@ def hidden_features(anchor: Action, privileged: Privileged) -> jax.Array:
     return jnp.stack([c.astype(anchor.price.dtype) for c in cols], -1)
 
 
-def log_policy(student: Student, net_params, moves, feats, temperature: float) -> jax.Array:
+def log_policy(student: Student, net_params, planner, feats, temperature: float) -> jax.Array:
     """[C] log-probabilities of the candidates: the softmax of the student's scores over ``temperature``."""
-    scores = student.net(student.candidates(moves)).apply(net_params, *feats)
+    scores = student.net(student.candidate_count(planner)).apply(net_params, *feats)
     return jax.nn.log_softmax(scores / temperature)
 
 
@@ -75,10 +75,10 @@ def morning(
     key: jax.Array,
 ) -> tuple[Morning, Action]:
     """One store's morning: the inputs, a sampled choice, and the action it plays."""
-    anchor, candidates, feats = student.inputs(params.moves, obs, privileged)
-    logp = log_policy(student, params.net, params.moves, feats, temperature)
+    anchor, candidates, feats = student.inputs(params.planner, obs, privileged)
+    logp = log_policy(student, params.net, params.planner, feats, temperature)
     choice = jax.random.categorical(key, logp).astype(jnp.int32)
-    start_logp = log_policy(student, start.net, params.moves, feats, temperature)
+    start_logp = log_policy(student, start.net, params.planner, feats, temperature)
     seen = Morning(*feats, hidden_features(anchor, privileged), choice, logp[choice], start_logp)
     return seen, jax.tree.map(lambda x: x[choice], candidates)
 
@@ -106,7 +106,7 @@ def collect(
         def sampled(p, obs, privileged, k):
             return morning(student, p, start, temperature, obs, privileged, jax.random.fold_in(k, copy))[1]
 
-        def watch(obs, privileged, state, action, k):
+        def watch(day, obs, privileged, state, action, k):
             return morning(student, params, start, temperature, obs, privileged, jax.random.fold_in(k, copy))[
                 0
             ]

@@ -105,7 +105,7 @@ def _adam(lr: float, clip: float) -> optax.GradientTransformation:
 
 
 def make_update(env: Env, student: Student, config: FinetuneConfig, env_params: EnvParams, days: int):
-    """``step(learner, start, moves, pool, key, actor_on, kl_coef) -> (learner, metrics)``, jitted: one update's
+    """``step(learner, start, pool, key, actor_on, kl_coef) -> (learner, metrics)``, jitted: one update's
     episodes and learning. metrics: dict of [] (the parts' means, the episodes' mean final net worth)."""
     actor_tx = _adam(config.lr, config.max_grad_norm)
     critic_tx = _adam(config.critic_lr, config.max_grad_norm)
