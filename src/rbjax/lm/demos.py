@@ -23,6 +23,7 @@ invent text. ``replay`` plays a file's calls again and compares every answer and
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -131,24 +132,80 @@ def demonstrate(
             f"{{form}} must be one of {', '.join(conversation.FORMATS)}, got {form!r}", "form"
         )
     count, how = token_counter(tokenizer)
+
+    def calls_of(pool: SessionPool, i: int, s, day: int) -> list[tuple[str, dict]]:
+        # every live store's action comes from one call of the teacher (per engine step)
+        return teacher_calls(pool.reference_action(teacher, s.slot), pool.engine.today(s.slot), s.tools.names)
+
+    def row_of(i: int, s, opening: list[dict], days: list) -> dict:
+        talk, spoken, heard = list(opening), [], []
+        for n, (calls, answers) in enumerate(days):
+            messages = conversation.day(calls, answers, n, form)
+            talk += messages
+            spoken.append(count(json.dumps(messages[0]["tool_calls"])))
+            heard.append(sum(count(m["content"]) for m in messages[1:]))
+        info = s.info()
+        return {
+            "id": s.task.id,
+            "task": s.task.to_row(),
+            "teacher": teacher,
+            "reward": s.reward,
+            "turn_rewards": info["turn_rewards"],
+            "calls_per_day": [len(c) for c in conversation.days_of(talk)],
+            "call_tokens_per_day": spoken,
+            "result_tokens_per_day": heard,
+            "tokens": how,
+            "info": info,
+            "messages": talk,
+            "tools": conversation.tools(),
+        }
+
+    with pool_for(tasks, slots, pool) as pool:
+        check_teacher(teacher, pool.env)
+        said = (
+            None if note is None else lambda n: note(f"demos: {n} of {len(tasks)} tasks played by {teacher}")
+        )
+        return play(pool, tasks, calls_of, row_of, said)
+
+
+@contextlib.contextmanager
+def pool_for(tasks: Sequence[Task], slots: int, pool: SessionPool | None = None):
+    """``pool``, or a pool opened for ``tasks`` (``open_pool``, at most ``slots`` stores at once) and closed
+    after."""
     own = pool is None
     pool = open_pool(tasks, min(slots, len(tasks))) if own else pool
     try:
-        check_teacher(teacher, pool.env)
-        rows = []
-        for at in range(0, len(tasks), pool.slots):
-            batch = tasks[at : at + pool.slots]
-            rows += _play(pool, batch, teacher, form, count, how)
-            if note is not None:
-                note(f"demos: {len(rows)} of {len(tasks)} tasks played by {teacher}")
-        return rows
+        yield pool
     finally:
         if own:
             pool.close_all()
 
 
-def _play(pool: SessionPool, tasks: Sequence[Task], teacher: str, form: str, count, how: str) -> list[dict]:
-    """The rows of ``tasks`` (at most the pool's slots), their days stepped together."""
+def play(
+    pool: SessionPool,
+    tasks: Sequence[Task],
+    calls_of: Callable,
+    row_of: Callable,
+    note: Callable[[int], None] | None = None,
+) -> list:
+    """One row per task, the pool's slots at a time, each batch's days stepped together (``_days``): the loop of
+    ``demonstrate`` and ``rbjax.lm.replay_demos.replay``. calls_of(pool, i, session, day): task ``i``'s calls
+    on its decided day ``day`` (``(name, args)`` pairs; ``end_today`` ends the day, what follows it is not
+    made), or None when it has no more; row_of(i, session, opening, days): its row, ``opening`` the
+    conversation's opening (``conversation.opening``) and ``days`` [(calls made, their answers)] a day. note:
+    called with the rows done after each batch."""
+    rows = []
+    for at in range(0, len(tasks), pool.slots):
+        rows += _days(pool, tasks[at : at + pool.slots], at, calls_of, row_of)
+        if note is not None:
+            note(len(rows))
+    return rows
+
+
+def _days(pool: SessionPool, tasks: Sequence[Task], first: int, calls_of, row_of) -> list:
+    """The rows of ``tasks`` (at most the pool's slots; task ``first + i`` to the callbacks), their days stepped
+    together: each deciding session's calls made through its tools, then every day that ``end_today`` ends in
+    one batched step; a session still deciding when no more calls come plays the rest as a session does."""
     sessions = []
     for t in tasks:
         try:
@@ -157,43 +214,36 @@ def _play(pool: SessionPool, tasks: Sequence[Task], teacher: str, form: str, cou
             for s in sessions:
                 pool.close(s)
             raise ArgumentError(f"{{tasks}}: {e}", "tasks") from None
-    talks = {s.id: conversation.opening(s.task.prompt, s.morning) for s in sessions}
-    spoken = {s.id: [] for s in sessions}
-    heard = {s.id: [] for s in sessions}
-    while live := [s for s in sessions if s.deciding and not s.done]:
-        days = {}
-        for s in live:  # every live store's action is computed in one call of the teacher (per engine step)
-            calls = teacher_calls(
-                pool.reference_action(teacher, s.slot), pool.engine.today(s.slot), s.tools.names
-            )
-            days[s.id] = (calls, [s.call(name, args) for name, args in calls[:-1]])
-        ended = pool.end_today(live)
-        for s in live:
-            calls, answers = days[s.id]
-            answers.append(ended[s.id])
-            messages = conversation.day(calls, answers, len(spoken[s.id]), form)
-            talks[s.id] += messages
-            spoken[s.id].append(count(json.dumps(messages[0]["tool_calls"])))
-            heard[s.id].append(sum(count(m["content"]) for m in messages[1:]))
+    openings = [conversation.opening(s.task.prompt, s.morning) for s in sessions]
+    days = [[] for _ in sessions]
+    day = 0
+    while True:
+        made, enders = {}, []
+        for i, s in enumerate(sessions):
+            calls = calls_of(pool, first + i, s, day) if s.deciding and not s.done else None
+            if calls is None:
+                continue
+            done, answers = [], []
+            for name, args in calls:
+                done.append((name, args))
+                if name == "end_today":
+                    enders.append(i)
+                    break
+                answers.append(s.call(name, args))
+            made[i] = (done, answers)
+        if not made:
+            break
+        ended = pool.end_today([sessions[i] for i in enders])
+        for i, (done, answers) in made.items():
+            if i in enders:
+                answers.append(ended[sessions[i].id])
+            days[i].append((done, answers))
+        day += 1
     rows = []
-    for s in sessions:
-        info = s.info()
-        rows.append(
-            {
-                "id": s.task.id,
-                "task": s.task.to_row(),
-                "teacher": teacher,
-                "reward": s.reward,
-                "turn_rewards": info["turn_rewards"],
-                "calls_per_day": [len(c) for c in conversation.days_of(talks[s.id])],
-                "call_tokens_per_day": spoken[s.id],
-                "result_tokens_per_day": heard[s.id],
-                "tokens": how,
-                "info": info,
-                "messages": talks[s.id],
-                "tools": conversation.tools(),
-            }
-        )
+    for i, s in enumerate(sessions):
+        if s.deciding and not s.done:  # no more calls: the rest as a session plays them
+            s.finish()
+        rows.append(row_of(first + i, s, openings[i], days[i]))
         pool.close(s)
     return rows
 

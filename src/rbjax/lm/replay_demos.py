@@ -16,7 +16,7 @@ import asyncio
 from collections.abc import Callable, Sequence
 
 from rbjax.lm import conversation
-from rbjax.lm.demos import open_pool
+from rbjax.lm.demos import play, pool_for
 from rbjax.lm.tasks import Task
 
 TOLERANCE = 1e-6  # relative: |got - recorded| <= TOLERANCE * max(1, |recorded|)
@@ -39,48 +39,21 @@ def replay(
 ) -> list[dict]:
     """[len(rows)] {id, reward, recorded, same (reward within ``TOLERANCE``, every answer and the opening
     equal), answers (answers compared), first_difference (the index of the first answer that differs, or
-    None), opening_same}. pool: an open ``SessionPool`` to replay in (made here when None)."""
+    None), opening_same}. pool: an open ``SessionPool`` to replay in (made here when None). The rows' days are
+    played on the loop of the demonstrations (``rbjax.lm.demos.play``)."""
     tasks = [Task.from_row(r["task"], f"row {i + 1}'s task") for i, r in enumerate(rows)]
-    own = pool is None
-    pool = open_pool(tasks, min(slots, len(tasks))) if own else pool
-    out = []
-    try:
-        for at in range(0, len(rows), pool.slots):
-            out += _replay(pool, rows[at : at + pool.slots], tasks[at : at + pool.slots])
-            if note is not None:
-                note(f"replay: {len(out)} of {len(rows)} rows")
-    finally:
-        if own:
-            pool.close_all()
-    return out
-
-
-def _replay(pool, rows: Sequence[dict], tasks: Sequence[Task]) -> list[dict]:
-    sessions = [pool.open(t) for t in tasks]
     plans = [conversation.days_of(r["messages"]) for r in rows]
-    got = [[] for _ in rows]
-    first = [conversation.opening(t.prompt, s.morning) for t, s in zip(tasks, sessions, strict=True)]
-    day = 0
-    while live := [i for i, s in enumerate(sessions) if s.deciding and not s.done and day < len(plans[i])]:
-        enders = []
-        for i in live:
-            calls = plans[i][day]
-            for name, args in calls:
-                if name == "end_today":
-                    enders.append(i)
-                    break
-                got[i].append(sessions[i].call(name, args))
-        ended = pool.end_today([sessions[i] for i in enders])
-        for i in enders:
-            got[i].append(ended[sessions[i].id])
-        day += 1
-    report = []
-    for i, (row, s) in enumerate(zip(rows, sessions, strict=True)):
-        if s.deciding and not s.done:  # a row that ends its days early: the rest as a session plays them
-            s.finish()
-        report.append(_report(row, got[i], s.reward, first[i] == row["messages"][: len(first[i])]))
-        pool.close(s)
-    return report
+
+    def calls_of(pool, i: int, s, day: int):
+        return plans[i][day] if day < len(plans[i]) else None
+
+    def row_of(i: int, s, opening: list[dict], days: list) -> dict:
+        got = [answer for _, answers in days for answer in answers]
+        return _report(rows[i], got, s.reward, opening == rows[i]["messages"][: len(opening)])
+
+    with pool_for(tasks, slots, pool) as pool:
+        said = None if note is None else lambda n: note(f"replay: {n} of {len(rows)} rows")
+        return play(pool, tasks, calls_of, row_of, said)
 
 
 def _report(row: dict, got: list[str], reward: float | None, opening_same: bool) -> dict:
