@@ -2,9 +2,9 @@
 chunks of days), nowhere else.
 
 The source of ``src/rbjax`` is read (``ast``): every ``lax.scan`` and every Python ``for``/``while`` loop over days
-(its range or condition names a day, or it adds to a day) must be the one loop's or stand in ``ALLOWED`` with the reason it is not a
-store's days played by a policy. The agent engine (``src/rbjax/agents/``) is left out: its days end when an agent's
-tools end them, one call at a time.
+(its range or condition names a day, or it adds to a day) must be the one loop's or stand in ``ALLOWED`` with the
+reason it is not a store's days played by a policy. The agent engine (``src/rbjax/agents/``) is left out: its days
+end when an agent's tools end them, one call at a time.
 """
 
 import ast
@@ -131,3 +131,42 @@ def test_the_search_finds_a_scan_and_a_loop_over_days(tmp_path):
     )
     want = {("x.py", "future", "scan"): 3, ("x.py", "collect", "loop"): 5, ("x.py", "play_days", "loop"): 13}
     assert found(tmp_path) == want
+
+
+class _Counter:
+    """A model of one number a store: the action is added to it (``scan_days`` needs ``step`` and
+    ``privileged``)."""
+
+    def privileged(self, state, params):
+        return None
+
+    def step(self, key, state, action, params):
+        return state + action, state + action, 0.0, False, False, state
+
+
+def test_a_watch_branching_on_the_day_stays_a_branch_under_vmap():
+    """The loop's day is ``first_day`` plus the index: given unbatched (``in_axes=None``) under ``vmap`` over
+    stores, a ``lax.cond`` on it in the watch stays a ``cond`` (only its days compute the branch, as the labels'
+    mornings do); given per store, ``vmap`` turns it into a select of both branches."""
+    import jax
+    import jax.numpy as jnp
+
+    from rbjax.day_loop import scan_days
+
+    def run(first_day_axis):
+        def one(obs, state, key, first_day):
+            watch = lambda day, obs, privileged, state, action, k: jax.lax.cond(  # noqa: E731
+                day % 2 == 0, lambda s: jnp.sin(s), lambda s: 0.0 * s, state
+            )
+            policy = lambda params, obs, privileged, key: jnp.ones_like(obs)  # noqa: E731
+            return scan_days(
+                _Counter(), policy, None, None, obs, state, key, first_day, 4, lambda i: i, watch
+            )
+
+        f = jax.vmap(one, in_axes=(0, 0, 0, first_day_axis))
+        first = jnp.int32(0) if first_day_axis is None else jnp.zeros(3, jnp.int32)
+        keys = jax.random.split(jax.random.key(0), 3)
+        return str(jax.make_jaxpr(f)(jnp.zeros(3), jnp.zeros(3), keys, first))
+
+    assert " cond[" in run(None)
+    assert " cond[" not in run(0)
