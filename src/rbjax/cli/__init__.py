@@ -299,7 +299,8 @@ def _add_train_distill(algorithms) -> None:
         "train a student of the lookahead planner: rounds of play, label (the planner values each candidate on "
         "--label-days mornings of every store) and fit; a checkpoint and its curve. The default recipe (3 rounds "
         f"of {L.stores} stores x {L.days} days, the privileged student) takes about 30 minutes on 2 CPU cores "
-        "(1,806 s measured, benchmarks/results/distill.json); a progress line comes every 20 s or so"
+        "(1,806 s measured, benchmarks/results/distill.json); within a round a line of its days every 20 s or so "
+        "once the labeler has compiled (a labeled morning of this recipe takes about 25 s)"
     )
     p = command(algorithms, "distill", help=doc, description=doc)
     p.add_argument(
