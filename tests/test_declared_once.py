@@ -47,7 +47,8 @@ def test_no_module_caches_envs_or_programs_of_its_own():
                 takes_env = any(a.arg in ("env", "engine", "pool") for a in node.args.args)
                 if cached and (takes_env or node.name in ("make_policy",)):
                     found.append(f"{name}:{node.lineno} {node.name} is cached")
-        for node in tree.body:  # module-level holders: NAME = {} / dict() / WeakSet() filled with envs or pools
+        # module-level holders: NAME = {} / dict() / WeakSet() filled with envs or pools
+        for node in tree.body:
             if isinstance(node, ast.Assign | ast.AnnAssign):
                 target = node.targets[0] if isinstance(node, ast.Assign) else node.target
                 text = ast.unparse(node.value) if node.value is not None else ""

@@ -278,11 +278,8 @@ def test_cli_help_shows_the_defaults_and_describes_every_sweep_parameter(capsys)
     from rbjax.cli import main, parser
 
     for line, default in (
-        (
-            "train ppo",
-            "(ppo: 512; distill: stores played a round, 256; a student's fine-tune: 32, 2 copies each)",
-        ),
-        ("train distill", "distill: rounds of play, label, fit (default: 3)"),
+        ("train ppo", "(ppo: 512; a student's fine-tune: 32, 2 copies each)"),
+        ("train distill", "rounds of play, label, fit (default: 3)"),
         ("oracle", "(default: 1000)"),
         ("sweep", "(default: 16)"),
     ):

@@ -45,6 +45,8 @@ import numpy as np
 
 FORMAT = 2  # bump when the file layout changes
 FOLDER = "rbjax-programs"
+
+
 @functools.cache
 def source_hash() -> str:
     """SHA-256 of the rbjax package's Python sources (paths and contents), computed once per process."""

@@ -144,14 +144,8 @@ def collect(
     n = settings.stores + (-settings.stores) % len(devices)  # whole stores per device
     k_stores, k_days = jax.random.split(key)
     keys = jax.random.split(k_stores, n)
-    rng = np.random.default_rng(np.asarray(jax.random.key_data(k_days)).astype(np.uint64).sum())
-    label_days = np.zeros(settings.days, bool)
-    label_days[rng.choice(settings.days, settings.label_days, replace=False)] = True
-    plan = PlanSettings(base=policy, futures=settings.futures, horizon=settings.horizon)
-    plan_params = planner_params.replace(base=policy_params)
-    if student.config.belief:  # plan_obs: the belief's draws, then the oracle on them
-        plan, plan_params = dataclasses.replace(plan, base=oracle, view="agent"), planner_params
-    planner = Planner(env, plan)
+    label_days = labeled_mornings(settings, k_days)
+    planner, plan_params = teacher(env, student, planner_params, policy, policy_params, settings)
     candidates_of = lambda obs, privileged: student.inputs(planner_params, obs, privileged)[1]  # noqa: E731
     playing = explore(policy, candidates_of, settings.explore)
 
@@ -200,14 +194,38 @@ def collect(
     keys = place(keys, 0, devices)
     start = time.perf_counter()
     in_chunks(advance, (obs, state), settings.days, days_per_call, on_chunk=keep)
-    cat = lambda i: np.concatenate([o[i] for o in out])  # noqa: E731
     C = student.candidate_count(planner_params)
+    simulated = settings.stores * settings.label_days * C * settings.futures * settings.horizon
+    return gathered(out, settings.stores, time.perf_counter() - start, simulated)
+
+
+def labeled_mornings(settings: LabelSettings, key: jax.Array) -> np.ndarray:
+    """[days] bool: the ``settings.label_days`` mornings a round labels, drawn without replacement from ``key``."""
+    rng = np.random.default_rng(np.asarray(jax.random.key_data(key)).astype(np.uint64).sum())
+    label_days = np.zeros(settings.days, bool)
+    label_days[rng.choice(settings.days, settings.label_days, replace=False)] = True
+    return label_days
+
+
+def teacher(env: Env, student: Student, planner_params, policy, policy_params, settings: LabelSettings):
+    """(Planner, its params) that label a round: the planner over ``policy`` (the current one) with the
+    settings' futures and horizon; for the belief student, ``plan_obs`` (the belief's draws, then the oracle)."""
+    plan = PlanSettings(base=policy, futures=settings.futures, horizon=settings.horizon)
+    plan_params = planner_params.replace(base=policy_params)
+    if student.config.belief:  # plan_obs: the belief's draws, then the oracle on them
+        plan, plan_params = dataclasses.replace(plan, base=oracle, view="agent"), planner_params
+    return Planner(env, plan), plan_params
+
+
+def gathered(out: list, stores: int, seconds: float, simulated: int) -> Labels:
+    """One ``Labels`` from the labeled mornings kept on the host, each (products, store, mask, values, day)."""
+    cat = lambda i: np.concatenate([o[i] for o in out])  # noqa: E731
     return Labels(
         products=cat(0),
         store=cat(1),
         mask=cat(2),
         values=cat(3),
-        day=np.concatenate([np.full(settings.stores, o[4], np.int32) for o in out]),
-        seconds=time.perf_counter() - start,
-        simulated_store_days=settings.stores * settings.label_days * C * settings.futures * settings.horizon,
+        day=np.concatenate([np.full(stores, o[4], np.int32) for o in out]),
+        seconds=seconds,
+        simulated_store_days=simulated,
     )
