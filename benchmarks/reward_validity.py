@@ -48,6 +48,7 @@ import numpy as np
 import pandas as pd
 
 from rbjax import policies
+from rbjax.config import EPISODE_DAYS
 from rbjax.env import make_env
 from rbjax.files import snapshots
 from rbjax.files.slices_folder import open_slices_folder, read_manifest
@@ -277,7 +278,10 @@ def main(argv=None) -> None:
     ints = lambda s: [int(x) for x in s.split(",")]  # noqa: E731
     manifest = read_manifest(args.slices)
     env, _ = make_env(
-        manifest.get("data"), manifest["grouping"], manifest["supplier_attempts"], manifest.get("days", 180)
+        data=manifest.get("data"),
+        grouping=manifest["grouping"],
+        supplier_attempts=manifest["supplier_attempts"],
+        days=manifest.get("days", EPISODE_DAYS),
     )
     os.makedirs(args.out, exist_ok=True)
     plays = {}  # one program per policy, whatever the day

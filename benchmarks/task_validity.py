@@ -498,7 +498,9 @@ def main(argv=None) -> None:
     else:
         folders = {src: slices(src, args.out, args.stores) for src in sources}
         m = read_manifest(folders[sources[0]])
-        env, _ = make_env(m.get("data"), m["grouping"], m["supplier_attempts"], 180)
+        env, _ = make_env(
+            data=m.get("data"), grouping=m["grouping"], supplier_attempts=m["supplier_attempts"]
+        )
         tables, credit_parts = [], []
         for src in sources:
             t, c = measure(

@@ -19,7 +19,7 @@ def numbers(path: Path, value) -> list[int]:
     return [
         node.lineno
         for node in ast.walk(ast.parse(path.read_text()))
-        if isinstance(node, ast.Constant) and type(node.value) is type(value) and node.value == value
+        if isinstance(node, ast.Constant) and type(node.value) in (int, float) and node.value == value
     ]
 
 

@@ -5,7 +5,8 @@ program depends on: ``cached(kind, build, env, parts)``.
 
 - ``kind``: which program, named by its module ("rollout.advance", "paired.gaps", "engine.programs", ...);
 - ``env``: the ``Env`` it runs, or None. An env's programs live on the env itself (its ``_programs``), so they
-  go when the env goes: the holder is weakly keyed to its envs, and never keeps one alive;
+  go when the env goes: the holder is weakly keyed to them (an env's programs never keep it alive; the
+  process's envs by options, and what the programs of no env hold, stay until ``clear()``);
 - ``parts``: whatever else changes the trace, each hashable: a policy (a function, by identity), the records
   kind, vmap axes (by ``repr``), the devices (a tuple), or plain settings.
 

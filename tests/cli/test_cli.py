@@ -478,9 +478,8 @@ def test_every_learned_policy_runs_from_its_shipped_checkpoint_as_the_readme_row
     from rbjax.policies import NAMES
 
     commands = parser()._subparsers._group_actions[0].choices
-    for command in ("run", "oracle"):
-        flags = {f: a.choices for a in commands[command]._actions for f in a.option_strings}
-        assert flags["--reference"] == flags.get("--policy", flags["--reference"]), command
+    flags = {f: a.choices for a in commands["run"]._actions for f in a.option_strings}
+    assert flags["--reference"] == flags["--policy"]
     assert commands["eval"].parse_args([]).greedy is True  # the README's PPO row is the greedy policy
     agents_run = commands["agents"]._subparsers._group_actions[0].choices["run"]
     flags = {f: a.choices for a in agents_run._actions for f in a.option_strings}

@@ -2,6 +2,8 @@
 
 import argparse
 import gc
+import subprocess
+import sys
 import weakref
 
 import pytest
@@ -58,8 +60,21 @@ def test_programs_live_on_their_env_and_one_clear_drops_them_all(env):
     gc.collect()
     assert gone() is None  # weakly held: no process-wide cache keeps an env alive
 
-    first = programs.env_and_params()[0]
-    programs.clear()
+    programs.clear(keep_envs=True)  # as conftest does between groups: the session's env stays
     assert programs.cached("test.kind", build, env, ("x",)) == 4  # built again
     assert programs.cached("test.kind", build, None, ("x",)) == 5
-    assert programs.env_and_params()[0] is not first  # the envs by options went too
+    assert programs.env_and_params()[0] is env
+    programs.clear(keep_envs=True)  # nothing of this test left behind
+
+
+def test_one_clear_drops_the_envs_by_options_too():
+    """In a fresh process (this one's session env stays): after ``clear()`` the options give a new env."""
+    code = (
+        "from rbjax import programs\n"
+        "first = programs.env_and_params(supplier_attempts=1)[0]\n"
+        "assert programs.env_and_params(supplier_attempts=1)[0] is first\n"
+        "programs.clear()\n"
+        "assert programs.env_and_params(supplier_attempts=1)[0] is not first\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]

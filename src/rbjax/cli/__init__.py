@@ -55,7 +55,11 @@ def _add_run_commands(sub) -> None:
     for name, policy, doc in (
         ("oracle", "oracle", "run the paper's oracle and compare with the paper's row"),
         ("run", None, "run a policy on a batch of stores and print the main metrics"),
-        ("eval", None, "evaluate a policy (a PPO checkpoint or a shipped one): main metrics"),
+        (
+            "eval",
+            None,
+            "evaluate a policy (a learned one: shipped, or --checkpoint DIR; greedy): main metrics",
+        ),
     ):
         p = command(sub, name, help=doc, description=doc)
         if policy is None:

@@ -101,7 +101,12 @@ def main_from_states(args, env) -> None:
         plan = plan_settings(args) if args.reference in PLANNING else None
         reference, reference_params = policies.make(args.reference, env, greedy=True, plan=plan)
     except ValueError as e:
-        raise fail(f"--reference {args.reference}: {said(e)}") from None
+        shipped = (
+            ""
+            if not policies.registry.needs_checkpoint(args.reference)
+            else " (a reference plays a shipped one)"
+        )
+        raise fail(f"--reference {args.reference}: {said(e)}{shipped}") from None
     tables = []
     for day, path in files:
         try:

@@ -118,10 +118,11 @@ class PlanSettings:
     view: str = "state"
 
     def __post_init__(self):
-        for name in ("futures", "horizon", "every"):
-            need_count(
+        for name in ("futures", "horizon", "every"):  # kept as ints (3.0 -> 3): shapes and hashes read them
+            count = need_count(
                 f"{{{name}}}", getattr(self, name), whole=True, error=lambda m, n=name: ArgumentError(m, n)
             )
+            object.__setattr__(self, name, count)
         for name in ("halving", "cheapest"):
             if not isinstance(getattr(self, name), bool):
                 raise ArgumentError(f"{{{name}}} {getattr(self, name)!r}: must be True or False", name)

@@ -105,11 +105,11 @@ def make(
     env: the Env the policy acts in, for the learned and planning ones (None: the process's default env,
     ``rbjax.programs.env_and_params()``). The learned policies (``LEARNED``: ``ppo``, the students
     ``distilled``, ``distilled_obs``, ``distilled_belief`` and their fine-tunes) load ``checkpoint`` (a folder
-    written by the entry's ``writer``), the shipped one where none is given; ``greedy``: PPO's most likely action
-    instead of a sample (a student is deterministic). ``plan`` simulates ``env`` and takes its settings from
-    ``plan`` (default ``PlanSettings()``); ``plan_obs`` too, in the agent's view (``PlanSettings.view =
-    "agent"``). A planner whose base is a student's name (``PlanSettings(base="distilled")``) plays the shipped
-    student after today.
+    written by the entry's ``writer``), the shipped one where none is given. ``greedy``: PPO's most likely
+    action instead of a sample (False here; the CLI plays greedily by default; a student is deterministic).
+    ``plan`` simulates ``env`` and takes its settings from ``plan`` (default ``PlanSettings()``); ``plan_obs``
+    too, in the agent's view (``PlanSettings.view = "agent"``). A planner whose base is a student's name
+    (``PlanSettings(base="distilled")``) plays the shipped student after today.
     Raises ValueError naming what is missing or wrong.
     """
     if plan is not None and name not in PLANNING:

@@ -76,7 +76,9 @@ async def shared_pool(state: TaskState) -> tuple[Shared, object]:
         make = lambda: SessionPool(episode_start(**env), reward="gain", **options)  # noqa: E731
     build = lambda: Shared(setup_jax() or make())  # noqa: E731
     async with opening_lock():  # one pool per kind and options, kept by rbjax.programs (its clear() drops it)
-        shared = await asyncio.to_thread(programs.cached, POOL_KIND, build, None, (key,))
+        shared = programs.held(POOL_KIND).get((key,))  # on the loop: a thread only to build one
+        if shared is None:
+            shared = await asyncio.to_thread(programs.cached, POOL_KIND, build, None, (key,))
     if meta["kind"] == "episode":
         if meta.get("ceiling"):  # played while the agents play
             shared.reference_finals(env)

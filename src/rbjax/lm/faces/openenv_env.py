@@ -113,6 +113,7 @@ def make_app(
         return list(served.tasks)
 
     app.state.rbjax = served
+    app.router.on_shutdown.append(served.close)  # the pool's stores and threads go with the app
     return app
 
 
@@ -145,6 +146,11 @@ class Served:
             print(f"rbjax: the session pool failed to build: {e}", file=sys.stderr, flush=True)
         finally:
             self.ready.set()
+
+    def close(self) -> None:
+        """Close every session of the pool, once it is built (the app's shutdown)."""
+        if self.ready.is_set() and self.pool is not None:
+            self.pool.close_all()
 
     def session_pool(self):
         """The SessionPool, waiting for one still being built; RuntimeError when its build failed."""
@@ -182,7 +188,7 @@ class Served:
 
 def __getattr__(name):
     if name in ("RbjaxEnvironment", "RbjaxState", "MorningObservation"):
-        return classes(None)[name]  # an environment of no app refuses to reset: build one with make_app
+        return _unbound()[name]  # an environment of no app refuses to reset: build one with make_app
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
@@ -386,6 +392,11 @@ def _environment_class(
             super().close()
 
     return RbjaxEnvironment
+
+
+@functools.cache  # classes, not envs or programs: the module's attributes are one set of classes
+def _unbound() -> dict:
+    return classes(None)
 
 
 def classes(served: Served | None) -> dict:

@@ -60,8 +60,10 @@ class LabelSettings:
     horizon: int = PlanSettings.horizon
 
     def __post_init__(self):
-        for name in ("stores", "label_days", "days", "futures", "horizon"):
-            need_count(f"LabelSettings.{name}", getattr(self, name), whole=True)
+        for name in ("stores", "label_days", "days", "futures", "horizon"):  # kept as ints (3.0 -> 3)
+            object.__setattr__(
+                self, name, need_count(f"LabelSettings.{name}", getattr(self, name), whole=True)
+            )
         if self.label_days > self.days:
             raise ValueError(f"LabelSettings.label_days ({self.label_days}) exceeds days ({self.days})")
         if not 0.0 <= self.explore <= 1.0:

@@ -50,8 +50,10 @@ class DistillConfig:
     aggregate: bool = True  # fit each round on every round's labels so far (DAgger), not on its own alone
 
     def __post_init__(self):
-        for name in ("rounds", "epochs", "batch"):
-            need_count(f"DistillConfig.{name}", getattr(self, name), whole=True)
+        for name in ("rounds", "epochs", "batch"):  # kept as ints (3.0 -> 3)
+            object.__setattr__(
+                self, name, need_count(f"DistillConfig.{name}", getattr(self, name), whole=True)
+            )
         if not isinstance(self.aggregate, bool):
             raise ValueError(f"DistillConfig.aggregate must be a bool, got {self.aggregate!r}")
         if not self.lr > 0:
