@@ -1,6 +1,7 @@
 """A built wheel carries the shipped catalogue and PPO checkpoint: installed in a fresh virtual environment,
 outside the repository, ``rbjax info``, ``rbjax oracle`` and ``rbjax eval --policy ppo`` work."""
 
+import os
 import subprocess
 import sys
 import sysconfig
@@ -54,9 +55,13 @@ def test_wheel_installs_with_its_data_and_runs_outside_the_repository(tmp_path):
     )
     work = tmp_path / "elsewhere"
     work.mkdir()
+    # a user's shell: no PYTHONPATH pointing at a checkout (benchmarks/suite_time.py sets one for its tree)
+    clean = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
 
     def rbjax(*args):
-        out = subprocess.run([str(python), "-m", "rbjax", *args], capture_output=True, text=True, cwd=work)
+        out = subprocess.run(
+            [str(python), "-m", "rbjax", *args], capture_output=True, text=True, cwd=work, env=clean
+        )
         assert out.returncode == 0, out.stderr[-2000:]
         return out.stdout
 
@@ -66,6 +71,7 @@ def test_wheel_installs_with_its_data_and_runs_outside_the_repository(tmp_path):
         text=True,
         check=True,
         cwd=work,
+        env=clean,
     ).stdout
     assert str(site) in where and str(ROOT) not in where
     assert "96 products in 20 categories" in rbjax("info")
