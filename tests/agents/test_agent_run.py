@@ -47,15 +47,16 @@ def cli_run(tmp_path_factory):
 @pytest.mark.slow
 def test_agents_run_ceiling_writes_the_share_a_diagnosis_would(tmp_path, capsys):
     """``agents run --ceiling``: the run's share of plan_obs and of the oracle, as diagnose --ceiling computes it
-    (a 2-store, 2-day oracle run: 100 % of the oracle on each store)."""
+    (an oracle run: 100 % of the oracle on each store). The golden stores and days, as ``cli_run``'s, so that
+    its references are the rollouts ``diagnose --ceiling`` plays below (compiled once)."""
     from rbjax.cli import main
 
-    line = "agents run --model policy:oracle --stores 2 --days 2 --seed 3 --ceiling --out"
+    line = f"agents run --model policy:oracle --stores {STORES} --days {DAYS} --seed {SEED} --ceiling --out"
     main([*line.split(), str(tmp_path)])
     assert "of the agent's ceiling (plan_obs)" in capsys.readouterr().out
     table = pd.read_csv(tmp_path / "ceiling.csv", index_col="store")
     np.testing.assert_array_equal(table["share_of_oracle"], 1.0)
-    assert len(table) == 2 and np.isfinite(table["share_of_plan_obs"]).all()
+    assert len(table) == STORES and np.isfinite(table["share_of_plan_obs"]).all()
 
 
 @pytest.fixture(scope="module")

@@ -3,9 +3,9 @@ CI), no ``--devices 1``. Five stores do not divide two devices, and ``--store-ch
 
 They run in one fresh process (its devices split as the CLI splits them; the later commands share its compiled
 programs: every fresh-store command runs chunks of 2 stores, so they share one reset), so the suite pays for one
-multi-device compilation of each program: the snapshot path, chunks and
-per-store params (a sweep) are the three ways a chunk's inputs reach the devices (``placement.place``), and
-``eval`` runs the shipped PPO policy. ``bench --profile`` runs on the default devices in
+multi-device compilation of each program: the snapshot path, chunks and per-store params (a sweep) are the three
+ways a chunk's inputs reach the devices (``placement.place``), and a bare ``eval`` (no ``--checkpoint``) runs
+the shipped PPO policy, greedy as the README's row. ``bench --profile`` runs on the default devices in
 ``tests/perf/test_perf.py``; the agent commands and ``train`` always run on one device (``rbjax.cli``), the
 default of the in-process tests.
 """
@@ -16,8 +16,6 @@ import numpy as np
 import pandas as pd
 import pytest
 from helpers import rbjax_commands
-
-import rbjax
 
 pytestmark = pytest.mark.slow  # fresh processes on the default devices
 
@@ -36,8 +34,7 @@ def test_the_documented_commands_run_on_the_default_devices(tmp_path):
         f"run --policy oracle --from-states S --days 3 --out C --cache {K}",
         chunked + " --out R",
         f"sweep --multiplier 2,4 --seeds 3 --days 6 --out W --cache {K}",
-        f"eval --policy ppo --checkpoint {rbjax.PPO_CHECKPOINT} --stores 5 --days 6 --greedy --store-chunk 2"
-        f" --cache {K}",
+        f"eval --stores 5 --days 6 --store-chunk 2 --cache {K}",  # a bare eval: the shipped PPO, greedy
         cwd=tmp_path,
     )
     # a new process loads the chunked run's programs from the cache instead of tracing and compiling them

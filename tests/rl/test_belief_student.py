@@ -22,7 +22,8 @@ from rbjax.policies.planner import default_params
 from rbjax.rl.distill import Student, StudentConfig, belief_inputs, labels, load
 
 BELIEF = StudentConfig(privileged=False, belief=True, hidden=16)
-TINY_BELIEF = dataclasses.replace(TINY, student=BELIEF)
+# one round: a later round's teacher is checked without compiling (test_a_later_rounds_teacher_is_still_...)
+TINY_BELIEF = dataclasses.replace(TINY, student=BELIEF, rounds=1)
 
 
 @pytest.fixture(scope="module")
@@ -108,13 +109,33 @@ def test_its_anchor_is_the_honest_oracle_and_its_moves_change_supplier(env, para
     assert (moves[0] != np.asarray(anchor.order).argmax(-1))[units > 0].any()  # a move that changes something
 
 
+def test_a_later_rounds_teacher_is_still_plan_obs_on_the_oracle(env):
+    """Round 0 plays the anchor, a later round the last student: the belief student's teacher is the agent-view
+    planner on the oracle and its params in both (its labels do not follow the rounds' students), where the
+    observed student's later teacher plays on with that student (so the check can fail)."""
+    moves = default_params(OracleParams.default())
+    for config, follows in ((BELIEF, False), (StudentConfig(privileged=False, hidden=16), True)):
+        student = Student(config)
+        last = student.init(jax.random.key(0), moves, env.config.num_products)
+        for policy, policy_params in ((student.anchor, moves.base), (student, last)):
+            planner, plan_params = labels.teacher(env, student, moves, policy, policy_params, TINY.labels)
+            plays_on = policy if follows else policies.oracle
+            assert planner.settings.base == plays_on and planner.settings.view == (
+                "state" if follows else "agent"
+            )
+            want = moves.replace(base=policy_params) if follows else moves
+            assert jax.tree.structure(plan_params) == jax.tree.structure(want)
+            jax.tree.map(np.testing.assert_array_equal, plan_params, want)
+
+
 @pytest.mark.slow
 def test_train_distill_student_belief_is_taught_by_the_agent_view_and_loads_by_name(
     env, tmp_path, monkeypatch, capsys
 ):
-    """``rbjax train distill --student belief`` (in this process, so the teacher's settings can be watched): every
+    """``rbjax train distill --student belief`` (in this process, so the teacher's settings can be watched): the
     round's teacher is the agent-view planner on the oracle (``plan_obs``), the student chooses among C + 2
-    candidates, and the checkpoint loads as ``distilled_belief`` and only as it."""
+    candidates, and the checkpoint loads as ``distilled_belief`` and only as it (one round: a later round's
+    teacher is the test above's)."""
     from rbjax.cli import main
 
     built = []
@@ -127,7 +148,8 @@ def test_train_distill_student_belief_is_taught_by_the_agent_view_and_loads_by_n
     monkeypatch.setattr(labels, "Planner", spy)
     out = tmp_path / "s"
     main(
-        ["--devices", "1", "train", "distill", "--student", "belief", *TINY_FLAGS.split(), "--hidden", "16"]
+        ["--devices", "1", "train", "distill", "--student", "belief", *TINY_FLAGS.split(), "--rounds", "1"]
+        + ["--hidden", "16"]
         + ["--out", str(out)]
     )
     assert f"rbjax run --policy distilled_belief --checkpoint {out}" in capsys.readouterr().out

@@ -28,16 +28,14 @@ from rbjax.rl.finetune.recipe import VALIDATION_SEED
 
 RESULTS = Path(__file__).parents[2] / "benchmarks" / "results" / "finetune.json"
 DAYS = 8
-TINY = FinetuneConfig(
-    stores=4,
-    updates=3,
-    epochs=2,
-    minibatches=2,
-    critic_updates=1,
-    eval_every=1,
-    eval_stores=3,
-    critic_hidden=8,
+# the fixture's fine-tune as ``rbjax train ppo --init`` flags: the command trains what the fixture trained, and
+# loads the fixture's compiled update from the suite's cache (TINY below is what the command makes of them)
+TINY_FLAGS = (
+    f"--stores 1 --steps {3 * 2 * DAYS} --days {DAYS} --critic-updates 1 --epochs 2 --minibatches 2 "
+    "--eval-every 1"
 )
+TINY = FinetuneConfig(stores=1, updates=3, epochs=2, minibatches=2, critic_updates=1, eval_every=1)
+SEED = 0  # the command's default --seed
 
 
 def test_advantages_and_returns_match_a_loop_with_a_bankruptcy():
@@ -97,12 +95,13 @@ def test_settings_are_checked_by_name():
 
 @pytest.fixture(scope="module")
 def tiny_finetune(env, params):
-    """``TINY`` from an untrained privileged student on 8-day episodes: (start, tuned, curve, kept params)."""
-    student = Student(StudentConfig(hidden=16))
+    """``TINY`` from an untrained observed student on 8-day episodes: (student, start, tuned, curve, kept
+    params)."""
+    student = Student(StudentConfig(privileged=False, hidden=16))
     start = student.init(jax.random.key(0))
     kept = []
     tuned, curve = finetune(
-        env, params.replace(horizon=np.int32(DAYS)), student, start, TINY, seed=1, progress=None,
+        env, params.replace(horizon=np.int32(DAYS)), student, start, TINY, seed=SEED, progress=None,
         on_eval=lambda i, p: kept.append(p),
     )  # fmt: skip
     return student, start, tuned, curve, kept
@@ -152,22 +151,12 @@ def test_copies_of_a_store_see_the_same_market(env, params):
     assert (choice[:, 0] != choice[:, 1]).any() and (choice[:, 2] != choice[:, 3]).any()
 
 
-@pytest.mark.slow  # compiles the observed student's fine-tune
-def test_the_actor_reads_no_hidden_field_and_the_critic_does(env, params):
-    """A fine-tuned observed student's action and inputs stay put when each hidden field changes alone; the
+@pytest.mark.slow  # compiles the observed student's fine-tune (the fixture)
+def test_the_actor_reads_no_hidden_field_and_the_critic_does(env, params, tiny_finetune):
+    """The fine-tuned observed student's action and inputs stay put when each hidden field changes alone; the
     critic's extra inputs move with the quality of the quotes (so the comparison can fail)."""
-    student = Student(StudentConfig(privileged=False, hidden=16))
-    config = FinetuneConfig(
-        stores=2, updates=2, epochs=1, minibatches=1, critic_updates=0, eval_every=2, eval_stores=1
-    )
-    tuned, _ = finetune(
-        env,
-        params.replace(horizon=np.int32(4)),
-        student,
-        student.init(jax.random.key(2)),
-        config,
-        progress=None,
-    )
+    student, start, tuned, *_ = tiny_finetune
+    assert not student.config.privileged
     obs, state = oracle_morning(env, params, 6)
     fields = list(belief_state.HIDDEN)
 
@@ -204,26 +193,28 @@ def test_train_ppo_init_refuses_what_it_cannot_start_from(capsys, tmp_path):
 
 @pytest.mark.slow
 def test_train_ppo_init_a_student_folder_then_run_it_on_the_clis_devices(env, tiny_finetune, tmp_path):
-    """As a user runs it: a folder of ``train distill`` fine-tuned by ``train ppo --init``, then ``run`` with
-    the fine-tuned policy by its registry name; its checkpoint names the fine-tune and its start."""
-    student, start, *_ = tiny_finetune
+    """As a user runs it: a folder of ``train distill`` fine-tuned by ``train ppo --init`` (``TINY_FLAGS``: the
+    fixture's fine-tune, so the command trains what ``finetune`` trained), then ``run`` with the fine-tuned
+    policy by its registry name; its checkpoint names the fine-tune and its start."""
+    student, start, tuned, *_ = tiny_finetune
     save_student(tmp_path / "s", start, DistillConfig(student=student.config), _curve(), env)
     out = rbjax_commands(
-        f"train ppo --init s --stores 1 --steps {3 * 2 * DAYS} --days {DAYS} --critic-updates 1 --epochs 1 "
-        f"--minibatches 1 --eval-every 1 --out f",
-        f"run --policy finetuned --checkpoint f --stores 2 --days {DAYS}",
+        f"train ppo --init s {TINY_FLAGS} --out f",
+        f"run --policy finetuned_obs --checkpoint f --stores 2 --days {DAYS}",
         cwd=tmp_path,
         stderr=True,
     )
     assert "fine-tune: 3 updates" in out and "wrote f/config.json" in out and "update 3/3 (actor)" in out
     assert "3 updates of 1 store x 2 copies x 8 days (1 of them train the critic alone)" in out
-    assert f"finetuned policy, 2 stores x {DAYS} days" in out
+    assert f"finetuned_obs policy, 2 stores x {DAYS} days" in out
     meta = finetuned(tmp_path / "f")
-    assert meta["start"] == "s" and meta["config"]["updates"] == 3
+    assert meta["start"] == "s" and FinetuneConfig(**meta["config"]) == TINY
     assert (tmp_path / "f" / "curve.png").is_file()
-    policies.make("distilled", env, str(tmp_path / "f"))  # the same network: loads as its start's kind too
-    with pytest.raises(ValueError, match="load it as the policy 'distilled' or 'finetuned'"):
-        policies.make("finetuned_obs", env, str(tmp_path / "f"))
+    # the same network: it loads as its start's kind too, and holds the fixture's fine-tuned weights
+    _, got = policies.make("distilled_obs", env, str(tmp_path / "f"))
+    jax.tree.map(np.testing.assert_array_equal, got, tuned)
+    with pytest.raises(ValueError, match="load it as the policy 'distilled_obs' or 'finetuned_obs'"):
+        policies.make("finetuned", env, str(tmp_path / "f"))
 
 
 def test_a_diverged_fine_tune_saves_nothing(env, tmp_path):
