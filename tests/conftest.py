@@ -57,10 +57,10 @@ GROUPS = {
     "tests/agents/test_run_folders.py": "agent-engine",
     # the language-model tasks of tests/lm/conftest.py's slices run (2 stores, 24 days, tasks of 3 days and a
     # 4-day tail), their panels (a batch of 112 stores) and the sessions that play them: one worker, one after
-    # another, so that each program compiles once
+    # another, so that each program compiles once (docs/lm_training.md's first try has their shapes)
     **{
         f"tests/lm/test_{name}.py": "lm-tasks"
-        for name in "agents_tasks lm_cli panel demos sessions server trl_face turn_rewards".split()
+        for name in "agents_tasks lm_cli panel demos sessions server trl_face turn_rewards first_try".split()
     },
     "tests/agents/test_agent_save_states.py": "lm-tasks",
 }
