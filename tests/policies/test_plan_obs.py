@@ -59,9 +59,8 @@ def test_the_agent_view_reads_no_hidden_field(env, params, morning):
     keys = future_keys(jax.random.key(5), LEAK.futures)
     honest = Planner(env, LEAK)
 
-    def run(planner, whole=True):
-        """The values of the candidates on each morning of ``states``; with ``whole``, the planner's action
-        too, and both again on the params' two worlds (the truth-reading run needs only the first)."""
+    def seen(planner, action: bool):
+        """``(state, params) -> (the candidates' values [C, M], the planner's action or None)``."""
 
         def one(s, p):
             privileged = env.privileged(s, p)
@@ -71,18 +70,19 @@ def test_the_agent_view_reads_no_hidden_field(env, params, morning):
             base = base.replace(order=base.order + 5.0 * base.shelf[:, None])
             candidates = planner.candidates(plan_params, base, obs, privileged, jax.random.key(6))
             values = planner.values(plan_params, candidates, obs, privileged, keys)
-            return values, (planner(plan_params, obs, privileged, jax.random.key(7)) if whole else None)
+            return values, (planner(plan_params, obs, privileged, jax.random.key(7)) if action else None)
 
-        stacked = jax.tree.map(lambda *x: jnp.stack(x), *states)
-        values, actions = jax.jit(jax.vmap(one, in_axes=(0, None)))(stacked, params)
-        if not whole:
-            return np.asarray(values)
-        pv, pa = jax.jit(jax.vmap(one, in_axes=(None, 0)))(
-            state, jax.tree.map(lambda *x: jnp.stack(x), *world_params)
-        )
-        return np.asarray(values), actions, np.asarray(pv), pa
+        return one
 
-    values, actions, pv, pa = run(honest)
+    # three programs: values and action on each morning, values on the params' two worlds, and (below) the
+    # truth-reading planner's values on each morning
+    stacked = jax.tree.map(lambda *x: jnp.stack(x), *states)
+    values, actions = jax.jit(jax.vmap(seen(honest, True), in_axes=(0, None)))(stacked, params)
+    values = np.asarray(values)
+    pv, _ = jax.jit(jax.vmap(seen(honest, False), in_axes=(None, 0)))(
+        state, jax.tree.map(lambda *x: jnp.stack(x), *world_params)
+    )
+    pv = np.asarray(pv)
     C = honest.candidate_count(plan_params)
     assert values.shape == (len(states), C, 2) and len(np.unique(values[0, :, 0])) > 1
     for i, field in enumerate(fields, 1):
@@ -98,7 +98,7 @@ def test_the_agent_view_reads_no_hidden_field(env, params, morning):
         m.setattr(belief_state, "public_params", lambda p: p)
         m.setattr(belief_state, "sample", lambda s, p, b, k: s)
         m.setattr(planner_module, "own_future", lambda s, p, k: s)
-        leaky = run(Planner(env, LEAK), whole=False)  # its values: one program, not two
+        leaky, _ = jax.jit(jax.vmap(seen(Planner(env, LEAK), False), in_axes=(0, None)))(stacked, params)
     for i, field in enumerate(fields, 1):
         assert not np.array_equal(leaky[0], leaky[i]), f"reading {field} went unseen"
 
