@@ -155,7 +155,7 @@ def test_copies_of_a_store_see_the_same_market(env, params):
 def test_the_actor_reads_no_hidden_field_and_the_critic_does(env, params, tiny_finetune):
     """The fine-tuned observed student's action and inputs stay put when each hidden field changes alone; the
     critic's extra inputs move with the quality of the quotes (so the comparison can fail)."""
-    student, start, tuned, *_ = tiny_finetune
+    student, _, tuned, *_ = tiny_finetune
     assert not student.config.privileged
     obs, state = oracle_morning(env, params, 6)
     fields = list(belief_state.HIDDEN)
