@@ -147,7 +147,7 @@ def test_train_distill_student_belief_is_taught_by_the_agent_view_and_loads_by_n
 
     monkeypatch.setattr(labels, "Planner", spy)
     out = tmp_path / "s"
-    main(
+    main(  # TINY's flags with one round (argparse keeps the last --rounds)
         ["--devices", "1", "train", "distill", "--student", "belief", *TINY_FLAGS.split(), "--rounds", "1"]
         + ["--hidden", "16"]
         + ["--out", str(out)]
